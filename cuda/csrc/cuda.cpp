@@ -1,0 +1,192 @@
+// cuda.cpp: devices, memory, streams and CUDA graphs. Compiled with PFL_WITH_CUDA=1 only
+// when CMake finds libtorch_cuda; otherwise every entry point reports PFL_ERR_NO_CUDA.
+#include "internal.h"
+
+#if PFL_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+struct pfl_stream_s {
+  c10::cuda::CUDAStream s;
+};
+struct pfl_graph_s {
+  at::cuda::CUDAGraph g;
+  c10::optional<c10::cuda::CUDAStream> stream;  // the capture stream, set by capture_begin
+};
+#else
+struct pfl_stream_s {};
+struct pfl_graph_s {};
+#endif
+
+namespace pfl {
+
+#if PFL_WITH_CUDA
+void *stream_guard_new(pfl_stream s) { return new c10::cuda::CUDAStreamGuard(s->s); }
+void stream_guard_free(void *g) { delete static_cast<c10::cuda::CUDAStreamGuard *>(g); }
+void fill_cuda_caps(pfl_caps *c) {
+  c->has_cuda = 1;
+  c->has_cuda_graphs = 1;
+  c->cuda_available = torch::cuda::is_available() ? 1 : 0;
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess) c->cuda_version = v;
+}
+static void check_device(int32_t d) {
+  int64_t n = c10::cuda::device_count();
+  if (d < 0 || d >= n)
+    throw ArgError("CUDA device " + std::to_string(d) + " out of range (" + std::to_string(n) +
+                   " devices)");
+}
+#else
+void *stream_guard_new(pfl_stream) { throw NoCudaError(); }
+void stream_guard_free(void *) {}
+void fill_cuda_caps(pfl_caps *) {}
+#endif
+
+}  // namespace pfl
+
+using namespace pfl;
+
+extern "C" {
+
+#if PFL_WITH_CUDA
+
+int32_t pfl_cuda_device_count(int32_t *out, pfl_status *st) {
+  PFL_TRY
+  *out = static_cast<int32_t>(c10::cuda::device_count());
+  PFL_CATCH(st, "cuda_device_count")
+}
+
+int32_t pfl_cuda_device_name(int32_t d, char *buf, int32_t len, pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  cudaDeviceProp *p = at::cuda::getDeviceProperties(d);
+  std::snprintf(buf, len, "%s", p->name);
+  PFL_CATCH(st, "cuda_device_name")
+}
+
+int32_t pfl_cuda_mem_info(int32_t d, int64_t *free_b, int64_t *total_b, pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  c10::cuda::CUDAGuard g(static_cast<c10::DeviceIndex>(d));
+  size_t f = 0, t = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&f, &t));
+  *free_b = static_cast<int64_t>(f);
+  *total_b = static_cast<int64_t>(t);
+  PFL_CATCH(st, "cuda_mem_info")
+}
+
+int32_t pfl_cuda_memory_stats(int32_t d, int64_t *allocated, int64_t *peak, int32_t reset,
+                              pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d);
+  // Index 0 is StatType::AGGREGATE in every version; the enum's namespace moved in 2.x.
+  const auto &agg = stats.allocated_bytes[0];
+  *allocated = agg.current;
+  *peak = agg.peak;
+  if (reset) c10::cuda::CUDACachingAllocator::resetPeakStats(d);
+  PFL_CATCH(st, "cuda_memory_stats")
+}
+
+int32_t pfl_cuda_synchronize(int32_t d, pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  c10::cuda::CUDAGuard g(static_cast<c10::DeviceIndex>(d));
+  C10_CUDA_CHECK(cudaDeviceSynchronize());
+  PFL_CATCH(st, "cuda_synchronize")
+}
+
+int32_t pfl_cuda_stream_new(int32_t d, pfl_stream *out, pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  *out = new pfl_stream_s{c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(d))};
+  PFL_CATCH(st, "cuda_stream_new")
+}
+
+int32_t pfl_cuda_stream_synchronize(pfl_stream s, pfl_status *st) {
+  PFL_TRY
+  if (!s) throw ArgError("null stream");
+  s->s.synchronize();
+  PFL_CATCH(st, "cuda_stream_synchronize")
+}
+
+void pfl_cuda_stream_free(pfl_stream s) { delete s; }
+
+int32_t pfl_cuda_graph_new(pfl_graph *out, pfl_status *st) {
+  PFL_TRY
+  *out = new pfl_graph_s();
+  PFL_CATCH(st, "cuda_graph_new")
+}
+
+int32_t pfl_cuda_graph_capture_begin(pfl_graph g, pfl_stream s, pfl_status *st) {
+  PFL_TRY
+  if (!g || !s) throw ArgError("null graph or stream");
+  c10::cuda::CUDAStreamGuard guard(s->s);
+  g->stream = s->s;
+  g->g.capture_begin();
+  PFL_CATCH(st, "cuda_graph_capture_begin")
+}
+
+int32_t pfl_cuda_graph_capture_end(pfl_graph g, pfl_status *st) {
+  PFL_TRY
+  if (!g || !g->stream) throw ArgError("graph is not capturing");
+  c10::cuda::CUDAStreamGuard guard(*g->stream);
+  g->g.capture_end();
+  PFL_CATCH(st, "cuda_graph_capture_end")
+}
+
+int32_t pfl_cuda_graph_replay(pfl_graph g, pfl_status *st) {
+  PFL_TRY
+  if (!g || !g->stream) throw ArgError("graph was never captured");
+  c10::cuda::CUDAStreamGuard guard(*g->stream);
+  g->g.replay();
+  PFL_CATCH(st, "cuda_graph_replay")
+}
+
+void pfl_cuda_graph_free(pfl_graph g) { delete g; }
+
+#else  // CPU build
+
+#define PFL_NO_CUDA(name)        \
+  PFL_TRY                        \
+  throw NoCudaError();           \
+  PFL_CATCH(st, name)
+
+int32_t pfl_cuda_device_count(int32_t *out, pfl_status *st) {
+  if (out) *out = 0;
+  PFL_NO_CUDA("cuda_device_count")
+}
+int32_t pfl_cuda_device_name(int32_t, char *, int32_t, pfl_status *st) {
+  PFL_NO_CUDA("cuda_device_name")
+}
+int32_t pfl_cuda_mem_info(int32_t, int64_t *, int64_t *, pfl_status *st) {
+  PFL_NO_CUDA("cuda_mem_info")
+}
+int32_t pfl_cuda_memory_stats(int32_t, int64_t *, int64_t *, int32_t, pfl_status *st) {
+  PFL_NO_CUDA("cuda_memory_stats")
+}
+int32_t pfl_cuda_synchronize(int32_t, pfl_status *st) { PFL_NO_CUDA("cuda_synchronize") }
+int32_t pfl_cuda_stream_new(int32_t, pfl_stream *, pfl_status *st) {
+  PFL_NO_CUDA("cuda_stream_new")
+}
+int32_t pfl_cuda_stream_synchronize(pfl_stream, pfl_status *st) {
+  PFL_NO_CUDA("cuda_stream_synchronize")
+}
+void pfl_cuda_stream_free(pfl_stream) {}
+int32_t pfl_cuda_graph_new(pfl_graph *, pfl_status *st) { PFL_NO_CUDA("cuda_graph_new") }
+int32_t pfl_cuda_graph_capture_begin(pfl_graph, pfl_stream, pfl_status *st) {
+  PFL_NO_CUDA("cuda_graph_capture_begin")
+}
+int32_t pfl_cuda_graph_capture_end(pfl_graph, pfl_status *st) {
+  PFL_NO_CUDA("cuda_graph_capture_end")
+}
+int32_t pfl_cuda_graph_replay(pfl_graph, pfl_status *st) { PFL_NO_CUDA("cuda_graph_replay") }
+void pfl_cuda_graph_free(pfl_graph) {}
+
+#endif
+
+}  // extern "C"

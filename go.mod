@@ -1,0 +1,3 @@
+module pfl
+
+go 1.26
