@@ -36,13 +36,19 @@ func (s *Scope) Mul(a, b *Tensor) *Tensor { return s.binary("mul", opMul, a, b) 
 func (s *Scope) Div(a, b *Tensor) *Tensor { return s.binary("div", opDiv, a, b) }
 
 // AddScalar is a + v.
-func (s *Scope) AddScalar(a *Tensor, v float64) *Tensor { return s.unary("add_scalar", opAddScalar, a, v) }
+func (s *Scope) AddScalar(a *Tensor, v float64) *Tensor {
+	return s.unary("add_scalar", opAddScalar, a, v)
+}
 
 // MulScalar is a * v.
-func (s *Scope) MulScalar(a *Tensor, v float64) *Tensor { return s.unary("mul_scalar", opMulScalar, a, v) }
+func (s *Scope) MulScalar(a *Tensor, v float64) *Tensor {
+	return s.unary("mul_scalar", opMulScalar, a, v)
+}
 
 // DivScalar is a / v.
-func (s *Scope) DivScalar(a *Tensor, v float64) *Tensor { return s.unary("div_scalar", opDivScalar, a, v) }
+func (s *Scope) DivScalar(a *Tensor, v float64) *Tensor {
+	return s.unary("div_scalar", opDivScalar, a, v)
+}
 
 // Pow is a raised to the power e elementwise.
 func (s *Scope) Pow(a *Tensor, e float64) *Tensor { return s.unary("pow", opPowScalar, a, e) }
