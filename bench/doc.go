@@ -1,0 +1,5 @@
+// Package bench holds pfl's benchmarks: testing.B benchmarks that report samples/s,
+// TFLOP/s and MFU with b.ReportMetric, and the script (gpu.sh) that builds the CUDA native
+// library on a GPU machine and runs the GPU tests and benchmarks there. Measured numbers
+// go to RESULTS.md with date, device and command.
+package bench

@@ -1,0 +1,176 @@
+package cuda_test
+
+import (
+	"testing"
+
+	"pfl/cuda"
+)
+
+// requireCUDA skips unless the native library was built with CUDA and sees a device.
+func requireCUDA(t *testing.T) cuda.Device {
+	t.Helper()
+	info, err := cuda.Capabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.CUDAAvailable {
+		t.Skipf("no CUDA (library %s, torch %s, built with CUDA: %v)", info.LibraryPath, info.TorchVersion, info.HasCUDA)
+	}
+	return cuda.CUDA(0)
+}
+
+func TestCUDADeviceInfo(t *testing.T) {
+	dev := requireCUDA(t)
+	n, err := cuda.CUDADeviceCount()
+	if err != nil || n < 1 {
+		t.Fatalf("device count %d, %v", n, err)
+	}
+	name, err := cuda.CUDADeviceName(dev.Index)
+	if err != nil || name == "" {
+		t.Fatalf("device name %q, %v", name, err)
+	}
+	free, total, err := cuda.CUDAMemInfo(dev.Index)
+	if err != nil || free <= 0 || total < free {
+		t.Fatalf("mem info free=%d total=%d, %v", free, total, err)
+	}
+	t.Logf("%s: %.1f of %.1f GiB free", name, float64(free)/(1<<30), float64(total)/(1<<30))
+	s := newScope(t)
+	x := s.Ones(cuda.Float32, dev, 1<<20)
+	if err := cuda.Synchronize(dev); err != nil {
+		t.Fatal(err)
+	}
+	alloc, peak, err := cuda.CUDAMemoryStats(dev.Index, false)
+	if err != nil || alloc < 4<<20 || peak < alloc {
+		t.Fatalf("memory stats allocated=%d peak=%d, %v (a 4 MiB tensor is live)", alloc, peak, err)
+	}
+	if v := values(t, s, s.Sum(x, false))[0]; v != 1<<20 {
+		t.Fatalf("sum of ones on the device = %g", v)
+	}
+}
+
+// TestCUDAGraphReplayMatchesEager captures a whole SGD step of the MLP (forward,
+// autograd.grad, foreach update) issued op by op from Go, replays it, and compares the
+// parameters with the same steps run eagerly.
+func TestCUDAGraphReplayMatchesEager(t *testing.T) {
+	dev := requireCUDA(t)
+	const steps, lr = 5, 0.1
+	err := cuda.Pinned(func() error {
+		host := newScope(t)
+		xh, yh := twoGaussians(host, 21, 128)
+		run := func(graph bool) [][]float64 {
+			m := newMLP(t, 8, 2, 32, 2, cuda.Float32)
+			defer m.close()
+			s := cuda.NewScope()
+			defer s.Close()
+			var params []*cuda.Tensor
+			for _, p := range m.params {
+				q := s.ToDevice(s.Detach(p), dev)
+				q.SetRequiresGrad(true)
+				params = append(params, q)
+			}
+			dm := &mlp{params: params}
+			x, y := s.ToDevice(xh, dev), s.ToDevice(yh, dev)
+			st, err := cuda.NewStream(dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			// The copies above ran on the default stream; the side stream must see them.
+			if err := cuda.Synchronize(dev); err != nil {
+				t.Fatal(err)
+			}
+			s.SetStream(st)
+			step := func(sc *cuda.Scope) {
+				loss := sc.CrossEntropy(dm.forward(sc, x), y, nil, cuda.ReduceMean, 0)
+				g := sc.Grad([]*cuda.Tensor{loss}, nil, params, cuda.GradOptions{})
+				sc.ForeachAdd(params, g, -lr)
+			}
+			if !graph {
+				for i := 0; i < steps; i++ {
+					step(s)
+				}
+			} else {
+				step(s) // warm-up on the side stream, as CUDA graphs require
+				st.Synchronize()
+				g, err := cuda.NewGraph()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				if err := g.CaptureBegin(st); err != nil {
+					t.Fatal(err)
+				}
+				step(s)
+				if err := g.CaptureEnd(); err != nil {
+					t.Fatal(err)
+				}
+				// capture recorded the step without running it: warm-up + steps-1 replays
+				for i := 0; i < steps-1; i++ {
+					if err := g.Replay(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := st.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var out [][]float64
+			for _, p := range params {
+				out = append(out, values(t, s, p))
+			}
+			return out
+		}
+		eager, replayed := run(false), run(true)
+		for i := range eager {
+			closeEnough(t, "param", replayed[i], eager[i], 1e-5, 1e-4)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCUDABF16Autocast(t *testing.T) {
+	dev := requireCUDA(t)
+	testAutocast(t, dev)
+}
+
+// TestCPUBF16Autocast checks the same autocast path on the CPU, which libtorch supports
+// for matmul-like ops in bf16.
+func TestCPUBF16Autocast(t *testing.T) { testAutocast(t, cuda.CPU) }
+
+func testAutocast(t *testing.T, dev cuda.Device) {
+	s := newScope(t)
+	g, _ := cuda.NewGenerator(5, dev)
+	defer g.Close()
+	a := s.Randn(g, cuda.Float32, dev, 64, 128)
+	b := s.Randn(g, cuda.Float32, dev, 128, 32)
+	ref := s.MatMul(a, b)
+	s.SetAutocast(cuda.BFloat16)
+	low := s.MatMul(a, b)
+	s.SetAutocast(cuda.Float32)
+	after := s.MatMul(a, b)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if low.DType() != cuda.BFloat16 {
+		t.Fatalf("matmul under autocast has dtype %s, want bf16", low.DType())
+	}
+	if after.DType() != cuda.Float32 {
+		t.Fatalf("autocast leaked past the scope's setting: %s", after.DType())
+	}
+	// bf16 operands: relative error of a length-128 dot product is about 1e-2 at most
+	rv, lv := values(t, s, ref), values(t, s, low)
+	var num, den float64
+	for i := range rv {
+		num += (lv[i] - rv[i]) * (lv[i] - rv[i])
+		den += rv[i] * rv[i]
+	}
+	if rel := num / den; rel > 1e-4 || rel == 0 {
+		t.Fatalf("squared relative error of bf16 matmul %.3g, want (0, 1e-4]", rel)
+	}
+}
