@@ -1,0 +1,95 @@
+// Command pfl is pfl's command-line interface: a GPU training engine for personalized
+// federated learning of vision transformers.
+//
+// Usage:
+//
+//	pfl doctor            describe the native library, torch, devices and threads
+//	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
+//
+// The federated experiments (pfl train, eval, plot, bench) arrive with the engine.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand: it parses its own flags from args and writes to out.
+type command struct {
+	name, summary string
+	run           func(args []string, out io.Writer) error
+}
+
+var commands = []command{
+	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
+	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
+}
+
+// errUsage marks a usage error (exit status 2); its message has been printed.
+var errUsage = errors.New("usage")
+
+func usage(out io.Writer) {
+	fmt.Fprintln(out, "pfl: personalized federated learning of vision transformers on one GPU")
+	fmt.Fprintln(out, "\nUsage: pfl <command> [flags]\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(out, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(out, "\nRun 'pfl <command> -h' for a command's flags.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(out)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], out)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		default:
+			fmt.Fprintln(errOut, "pfl "+c.name+":", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(errOut, "pfl: unknown command %q\n\n", args[0])
+	usage(errOut)
+	return 2
+}
+
+// newFlags returns a flag set for a subcommand that reports errors instead of exiting.
+func newFlags(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("pfl "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
+
+// parse parses args, turning a flag error into errUsage (the flag package printed it).
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		return errUsage
+	}
+	return nil
+}

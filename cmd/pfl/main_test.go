@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCLI(t *testing.T) {
+	cases := []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"help"}, 0, "doctor"},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{"smoke", "-steps"}, 2, "flag needs an argument"},
+		{[]string{"smoke", "-device", "gpu"}, 1, "want cpu, cuda or cuda:N"},
+		{[]string{"smoke", "-steps", "0"}, 1, "steps"},
+		{[]string{"doctor", "extra"}, 2, "unexpected arguments"},
+		{[]string{"doctor"}, 0, "torch:"},
+		{[]string{"smoke", "-steps", "60"}, 0, "ok"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := run(c.args, &out, &errOut)
+		text := out.String() + errOut.String()
+		if code != c.code || !strings.Contains(text, c.mention) {
+			t.Errorf("pfl %v: exit %d, output %q; want exit %d mentioning %q", c.args, code, text, c.code, c.mention)
+		}
+	}
+}
