@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The tests: build everything, then vet, run every test, and run each benchmark a few
+# times so that benchmarks cannot rot (their numbers come from `go test -bench` runs and
+# bench/gpu.sh, recorded in bench/RESULTS.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+export PATH="/usr/local/go/bin:$PATH"
+go vet ./...
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go test -count=1 ./...
+go test -count=1 -run '^$' -bench . -benchtime 3x ./... >/dev/null
+echo "pfl: benchmarks ran"
