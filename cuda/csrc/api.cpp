@@ -123,7 +123,11 @@ int32_t fail_current(pfl_status *st, const char *where) {
     // Asynchronous CUDA failures surface as plain c10::Errors naming CUDA; they may leave
     // the context unusable, so they get their own code.
     int32_t code = m.find("CUDA error") != std::string::npos ? PFL_ERR_CUDA : PFL_ERR_TORCH;
-    if (m.find("out of memory") != std::string::npos) code = PFL_ERR_OOM;
+    // The CPU allocator reports exhaustion as a plain c10::Error.
+    if (m.find("out of memory") != std::string::npos ||
+        m.find("not enough memory") != std::string::npos ||
+        m.find("can't allocate memory") != std::string::npos)
+      code = PFL_ERR_OOM;
     return set_err(st, code, where, m);
   } catch (const ArgError &e) {
     return set_err(st, PFL_ERR_ARG, where, e.what());

@@ -299,7 +299,10 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
       if (p == 0) {
         c10::optional<double> sc;
         if (a.i(1)) sc = a.d(1);
-        return one(at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc));
+        // An undefined tensor inside the optional would be read as a mask: pass nullopt.
+        c10::optional<at::Tensor> m;
+        if (mask.defined()) m = mask;
+        return one(at::scaled_dot_product_attention(q, k, v, m, 0.0, causal, sc));
       }
 #endif
       return one(attention_math(q, k, v, mask, causal, scale, p, gen));

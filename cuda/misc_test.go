@@ -1,0 +1,87 @@
+package cuda_test
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"pfl/cuda"
+)
+
+func TestHostRoundTrips(t *testing.T) {
+	s := newScope(t)
+	u := cuda.FromSlice(s, cuda.CPU, []uint8{0, 7, 255}, 3)
+	got, err := cuda.ToSlice[uint8](u)
+	if err != nil || string(got) != string([]uint8{0, 7, 255}) || u.DType() != cuda.Uint8 {
+		t.Fatalf("u8 round trip: %v %v %s", got, err, u.DType())
+	}
+	b := s.To(cuda.FromSlice(s, cuda.CPU, []float32{0.5, -3, 1e-3}), cuda.BFloat16)
+	f, err := b.Float32s()
+	// 1e-3 in bf16 (8 significant bits) is 0.00099945068359375
+	if err != nil || f[0] != 0.5 || f[1] != -3 || f[2] != 0.00099945068359375 {
+		t.Fatalf("bf16 to float32: %v %v", f, err)
+	}
+	ints, err := cuda.FromSlice(s, cuda.CPU, []int32{-4, 9}).Int64s()
+	if err != nil || ints[0] != -4 || ints[1] != 9 {
+		t.Fatalf("i32 to int64: %v %v", ints, err)
+	}
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+	if cuda.FromSlice(s, cuda.CPU, []float32{1, 2, 3}, 2, 2) != nil || !errors.Is(s.Err(), cuda.ErrShape) {
+		t.Fatalf("3 values for a 2x2 tensor: %v", s.Err())
+	}
+}
+
+func TestHostOutOfMemoryIsTyped(t *testing.T) {
+	mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if err != nil || strings.TrimSpace(string(mode)) == "1" {
+		t.Skip("the kernel may grant any allocation (overcommit_memory=1)")
+	}
+	s := newScope(t)
+	if s.Zeros(cuda.Float32, cuda.CPU, 1<<40) != nil { // 4 TiB
+		t.Fatal("a 4 TiB tensor was allocated")
+	}
+	if !errors.Is(s.Err(), cuda.ErrOutOfMemory) {
+		t.Fatalf("error %v, want ErrOutOfMemory", s.Err())
+	}
+}
+
+func TestSetNumThreads(t *testing.T) {
+	before, _ := cuda.Capabilities()
+	defer cuda.SetNumThreads(before.NumThreads)
+	if err := cuda.SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := cuda.Capabilities(); info.NumThreads != 2 {
+		t.Fatalf("threads %d after SetNumThreads(2)", info.NumThreads)
+	}
+	if err := cuda.SetNumThreads(0); !errors.Is(err, cuda.ErrArgument) {
+		t.Fatalf("SetNumThreads(0): %v, want ErrArgument", err)
+	}
+}
+
+func TestUnclosedKeptTensorIsReportedNotFreed(t *testing.T) {
+	base := cuda.LiveTensors()
+	leaks := cuda.Leaks()
+	func() {
+		s := cuda.NewScope()
+		s.Keep(s.Zeros(cuda.Float32, cuda.CPU, 8)) // kept, then dropped without Close
+		s.Close()
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for cuda.Leaks() == leaks && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cuda.Leaks() != leaks+1 {
+		t.Fatalf("leaks %d -> %d, want one more", leaks, cuda.Leaks())
+	}
+	// The collector only reports: the handle is still live (finalizers never free).
+	if cuda.LiveTensors() != base+1 {
+		t.Fatalf("live tensors %d, want %d", cuda.LiveTensors(), base+1)
+	}
+}
