@@ -123,6 +123,14 @@ func (s *Scope) own(h unsafe.Pointer, m meta) *Tensor {
 	return t
 }
 
+// Fail records err as s's error if s has none yet, so that code built on ops (a model's
+// input checks, say) reports through the same Err as the ops.
+func (s *Scope) Fail(err error) {
+	if err != nil {
+		s.fail(err)
+	}
+}
+
 func (s *Scope) fail(err error) {
 	if s.err == nil {
 		s.err = err

@@ -139,31 +139,63 @@ func (t *Tensor) check(op string) error {
 	return nil
 }
 
-// DType is the element type.
-func (t *Tensor) DType() DType { return t.dtype }
+// DType is the element type. Accessors are nil-safe (zero values for nil), since ops
+// return nil after an error and model code may read a shape before checking Scope.Err.
+func (t *Tensor) DType() DType {
+	if t == nil {
+		return 0
+	}
+	return t.dtype
+}
 
 // Device is where the tensor lives.
-func (t *Tensor) Device() Device { return t.device }
+func (t *Tensor) Device() Device {
+	if t == nil {
+		return CPU
+	}
+	return t.device
+}
 
-// Shape returns a copy of the dimensions.
-func (t *Tensor) Shape() []int64 { return append([]int64(nil), t.shape...) }
+// Shape returns a copy of the dimensions (nil for a nil tensor).
+func (t *Tensor) Shape() []int64 {
+	if t == nil {
+		return nil
+	}
+	return append([]int64(nil), t.shape...)
+}
 
 // Dim is the number of dimensions.
-func (t *Tensor) Dim() int { return len(t.shape) }
+func (t *Tensor) Dim() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.shape)
+}
 
-// Size is dimension i; negative i counts from the end.
+// Size is dimension i; negative i counts from the end. It is 0 when i is out of range.
 func (t *Tensor) Size(i int) int64 {
+	if t == nil {
+		return 0
+	}
 	if i < 0 {
 		i += len(t.shape)
+	}
+	if i < 0 || i >= len(t.shape) {
+		return 0
 	}
 	return t.shape[i]
 }
 
-// Numel is the number of elements.
-func (t *Tensor) Numel() int64 { return numel(t.shape) }
+// Numel is the number of elements (0 for a nil tensor).
+func (t *Tensor) Numel() int64 {
+	if t == nil {
+		return 0
+	}
+	return numel(t.shape)
+}
 
 // RequiresGrad reports whether autograd records ops on t.
-func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
+func (t *Tensor) RequiresGrad() bool { return t != nil && t.requiresGrad }
 
 // Closed reports whether t has been freed (by Close or its scope).
 func (t *Tensor) Closed() bool { return t == nil || t.h == nil }

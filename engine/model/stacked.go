@@ -1,0 +1,134 @@
+package model
+
+import "pfl/cuda"
+
+// Client-stacked layers. Dimension letters: K clients, B batch, T tokens, D features,
+// C channels, H and W image height and width.
+
+// linear is x W^T + b per client: x [K, ..., in], w [K, out, in], b [K, out] (or nil) ->
+// [K, ..., out], as one batched matmul (with the bias fused in by BAddBMM).
+func linear(s *cuda.Scope, x, w, b *cuda.Tensor) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	shape := x.Shape()
+	k, in, out := shape[0], shape[len(shape)-1], w.Size(-2)
+	x2 := s.Reshape(x, k, -1, in)
+	wt := s.Transpose(w, 1, 2)
+	var y *cuda.Tensor
+	if b != nil {
+		y = s.BAddBMM(s.Unsqueeze(b, 1), x2, wt, 1, 1)
+	} else {
+		y = s.BMM(x2, wt)
+	}
+	shape[len(shape)-1] = out
+	return s.Reshape(y, shape...)
+}
+
+// perClient reshapes a stacked [K, D...] parameter to broadcast against x [K, ..., D...]:
+// [K, 1, ..., 1, D...].
+func perClient(s *cuda.Scope, p, x *cuda.Tensor) *cuda.Tensor {
+	if p == nil || s.Err() != nil {
+		return nil
+	}
+	ps := p.Shape()
+	shape := []int64{ps[0]}
+	for i := 0; i < x.Dim()-len(ps); i++ {
+		shape = append(shape, 1)
+	}
+	return s.Reshape(p, append(shape, ps[1:]...)...)
+}
+
+// layerNorm normalizes x [K, ..., D] over D with each client's affine w, b [K, D].
+func layerNorm(s *cuda.Scope, x, w, b *cuda.Tensor, eps float64) *cuda.Tensor {
+	return s.LayerNorm(x, perClient(s, w, x), perClient(s, b, x), 1, eps)
+}
+
+// toGrouped folds clients into channels: [K, B, C, H, W] -> [B, K·C, H, W].
+func toGrouped(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	sh := x.Shape()
+	return s.Reshape(s.Permute(x, 1, 0, 2, 3, 4), sh[1], sh[0]*sh[2], sh[3], sh[4])
+}
+
+// fromGrouped unfolds [B, K·C, H, W] back to [K, B, C, H, W].
+func fromGrouped(s *cuda.Scope, x *cuda.Tensor, k int64) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	sh := x.Shape()
+	return s.Permute(s.Reshape(x, sh[0], k, sh[1]/k, sh[2], sh[3]), 1, 0, 2, 3, 4)
+}
+
+// conv2d convolves each client's images with its own filters in one grouped convolution:
+// x [K, B, C, H, W], w [K, O, C/g, kh, kw], b [K, O] (or nil) -> [K, B, O, H', W'].
+func conv2d(s *cuda.Scope, x, w, b *cuda.Tensor, o cuda.Conv2dOptions) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	k := x.Size(0)
+	ws := w.Shape()
+	wg := s.Reshape(w, append([]int64{ws[0] * ws[1]}, ws[2:]...)...)
+	var bg *cuda.Tensor
+	if b != nil {
+		bg = s.Reshape(b, -1)
+	}
+	if o.Groups == 0 {
+		o.Groups = 1
+	}
+	o.Groups *= k
+	return fromGrouped(s, s.Conv2d(toGrouped(s, x), wg, bg, o), k)
+}
+
+// batchNorm normalizes x [K, B, C, ...] per client and channel, updating each client's
+// running statistics [K, C] in place when training.
+func batchNorm(s *cuda.Scope, x, w, b, mean, variance *cuda.Tensor, train bool) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	sh := x.Shape()
+	k := sh[0]
+	var xg *cuda.Tensor
+	if len(sh) == 5 {
+		xg = toGrouped(s, x)
+	} else { // [K, B, F] -> [B, K·F]
+		xg = s.Reshape(s.Transpose(x, 0, 1), sh[1], k*sh[2])
+	}
+	flat := func(t *cuda.Tensor) *cuda.Tensor {
+		if t == nil {
+			return nil
+		}
+		return s.View(t, -1) // a view, so batch_norm's in-place update reaches the [K, C] buffer
+	}
+	// BatchNorm's defaults in PyTorch: momentum 0.1, eps 1e-5.
+	y := s.BatchNorm(xg, flat(w), flat(b), flat(mean), flat(variance), train, 0.1, 1e-5)
+	if len(sh) == 5 {
+		return fromGrouped(s, y, k)
+	}
+	return s.Transpose(s.Reshape(y, sh[1], k, sh[2]), 0, 1)
+}
+
+// embedding looks up each client's own table: weight [K, V, D], index [K, ...] (int64) ->
+// [K, ..., D], by offsetting client k's indices by k·V into the flattened tables.
+func embedding(s *cuda.Scope, weight, index *cuda.Tensor) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	k, v := weight.Size(0), weight.Size(1)
+	offShape := []int64{k}
+	for i := 1; i < index.Dim(); i++ {
+		offShape = append(offShape, 1)
+	}
+	off := s.Reshape(s.Arange(0, float64(k*v), float64(v), cuda.Int64, index.Device()), offShape...)
+	return s.Embedding(s.Reshape(weight, k*v, -1), s.Add(index, off))
+}
+
+// dropout applies dropout with p when training.
+func dropout(s *cuda.Scope, x *cuda.Tensor, p float64, pass *Pass) *cuda.Tensor {
+	if p == 0 || !pass.train() {
+		return x
+	}
+	return s.Dropout(pass.gen(), x, p, true)
+}

@@ -1,0 +1,153 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"pfl/cuda"
+)
+
+// builder makes a model for k clients with weights drawn from gen (float64, CPU).
+type builder func(k int, gen *cuda.Generator) (Model, error)
+
+// inputFn draws a client-stacked batch for k clients.
+type inputFn func(s *cuda.Scope, g *cuda.Generator, k int64) *cuda.Tensor
+
+// checkStackedEqualsSeparate proves that a K-stacked model computes what K separate
+// single-client models with the same weights compute: outputs, and the gradients of
+// Σ_k <y_k, R_k> with respect to every parameter row.
+func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, train bool) {
+	t.Helper()
+	const k = 3
+	g, _ := cuda.NewGenerator(42, cuda.CPU)
+	defer g.Close()
+	stacked, err := build(k, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stacked.Close()
+	s := cuda.NewScope()
+	defer s.Close()
+	// Make the clients' rows differ, so that a mix-up between clients shows.
+	s.SetGradEnabled(false)
+	for _, p := range stacked.Params().List {
+		if p.Role == RoleNormStats {
+			continue
+		}
+		noise := s.Randn(g, cuda.Float64, cuda.CPU, p.T.Shape()...)
+		s.CopyFrom(p.T, s.Add(p.T, s.MulScalar(noise, 0.05)))
+	}
+	s.SetGradEnabled(true)
+	x := input(s, g, k)
+	y := stacked.Forward(s, x, &Pass{Train: train})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Randn(g, cuda.Float64, cuda.CPU, y.Shape()...)
+	params := Tensors(stacked.Params().Trainable())
+	grads := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(y, r), false)}, nil, params, cuda.GradOptions{AllowUnused: true})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for c := int64(0); c < k; c++ {
+		single, err := build(1, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetGradEnabled(false)
+		for i, p := range single.Params().List {
+			s.CopyFrom(p.T, s.Narrow(stacked.Params().List[i].T, 0, c, 1))
+		}
+		s.SetGradEnabled(true)
+		yc := single.Forward(s, s.Narrow(x, 0, c, 1), &Pass{Train: train})
+		gc := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(yc, s.Narrow(r, 0, c, 1)), false)}, nil,
+			Tensors(single.Params().Trainable()), cuda.GradOptions{AllowUnused: true})
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "output of client "+string(rune('0'+c)), values(t, s, yc), values(t, s, s.Narrow(y, 0, c, 1)))
+		for i, p := range single.Params().Trainable() {
+			if gc[i] == nil || grads[i] == nil {
+				if (gc[i] == nil) != (grads[i] == nil) {
+					t.Fatalf("%s: gradient present in one model only", p.Name)
+				}
+				continue
+			}
+			near(t, p.Name, values(t, s, gc[i]), values(t, s, s.Narrow(grads[i], 0, c, 1)))
+		}
+		if train { // running statistics must match too
+			for i, p := range single.Params().List {
+				if p.Role == RoleNormStats {
+					near(t, p.Name, values(t, s, p.T), values(t, s, s.Narrow(stacked.Params().List[i].T, 0, c, 1)))
+				}
+			}
+		}
+		single.Close()
+	}
+}
+
+func values(t *testing.T, s *cuda.Scope, x *cuda.Tensor) []float64 {
+	t.Helper()
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := x.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func near(t *testing.T, what string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if math.IsNaN(got[i]) || math.Abs(got[i]-want[i]) > 1e-9+1e-9*math.Abs(want[i]) {
+			t.Fatalf("%s[%d] = %.15g, stacked gives %.15g", what, i, got[i], want[i])
+		}
+	}
+}
+
+func images(c, side int64) inputFn {
+	return func(s *cuda.Scope, g *cuda.Generator, k int64) *cuda.Tensor {
+		return s.Randn(g, cuda.Float64, cuda.CPU, k, 2, c, side, side)
+	}
+}
+
+func tokens(vocab, t int64) inputFn {
+	return func(s *cuda.Scope, g *cuda.Generator, k int64) *cuda.Tensor {
+		return s.RandInt(g, 0, vocab, cuda.CPU, k, 2, t)
+	}
+}
+
+// smallViT is a ViT small enough for float64 gradient checks, with every plug point on.
+func smallViT(timm bool) ViTConfig {
+	c := ViTConfig{Image: 8, Patch: 4, Channels: 3, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24,
+		Classes: 5, Eps: 1e-5, Dropout: 0.1,
+		Prefix: PrefixConfig{Blocks: 1, Mid: 6, Scale: 1.5}, Prompts: 2, MLPAdapter: MLPAdapterConfig{Mid: 4, Scale: 0.5}}
+	if timm {
+		c.QKVBias, c.ConvStem, c.TimmInit, c.Eps, c.Dropout = true, true, true, 1e-6, 0
+	}
+	return c
+}
+
+func TestStackedEqualsSeparate(t *testing.T) {
+	cases := []struct {
+		name  string
+		build builder
+		input inputFn
+		train bool
+	}{
+		{"vit-lucidrains", func(k int, g *cuda.Generator) (Model, error) {
+			return NewViT("small", smallViT(false), k, cuda.CPU, cuda.Float64, g)
+		}, images(3, 8), false},
+		{"vit-timm", func(k int, g *cuda.Generator) (Model, error) {
+			return NewViT("small", smallViT(true), k, cuda.CPU, cuda.Float64, g)
+		}, images(3, 8), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkStackedEqualsSeparate(t, c.build, c.input, c.train) })
+	}
+}

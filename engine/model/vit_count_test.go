@@ -1,0 +1,50 @@
+package model
+
+import (
+	"testing"
+
+	"pfl/cuda"
+)
+
+func TestViTCountsMatchThePapers(t *testing.T) {
+	g, err := cuda.NewGenerator(1, cuda.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cases := []struct {
+		name       string
+		cfg        ViTConfig
+		params     int64 // exact, from the reference implementations' counts
+		macs, tolM int64 // approximate forward MACs and tolerance, in millions
+	}{
+		// FedTP's tiny ViT, depth 6, CIFAR-10: 1,988,490 parameters, ~154 M MACs
+		{"tiny-vit-d6", TinyViT(10, 6), 1988490, 154, 1},
+		// FedTP's tiny ViT, CIFAR-100: 2,000,100 parameters
+		{"tiny-vit-d6-c100", TinyViT(100, 6), 2000100, 154, 1},
+		// timm ViT-S/16 at 224, 100 classes: 21,704,164 parameters, ~4.60 G MACs
+		{"vit-s16-c100", ViTS16(100), 21704164, 4600, 15},
+		// FedPerfix adapters (mid 256, 12 blocks) add 3,551,232 parameters
+		{"vit-s16-prefix", func() ViTConfig {
+			c := ViTS16(100)
+			c.Prefix = PrefixConfig{Blocks: 12, Mid: 256, Scale: 1.5}
+			return c
+		}(), 21704164 + 3551232, 5300, 20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := NewViT(c.name, c.cfg, 1, cuda.CPU, cuda.Float32, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if got := m.Params().Count(); got != c.params {
+				t.Errorf("parameters %d, want %d", got, c.params)
+			}
+			if got := m.MACs(); got < (c.macs-c.tolM)*1e6 || got > (c.macs+c.tolM)*1e6 {
+				t.Errorf("MACs %.4g, want %d ± %d M", float64(got), c.macs, c.tolM)
+			}
+			t.Logf("%s: %d parameters, %.4g MACs", c.name, m.Params().Count(), float64(m.MACs()))
+		})
+	}
+}
