@@ -189,8 +189,11 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
       return one(a.t(0).repeat(a.ints_from(0)));
 
     // elementwise
-    case PFL_OP_ADD: a.name = "add"; a.need(2, 2, 0, 1); return one(at::add(a.t(0), a.t(1), a.d(0)));
-    case PFL_OP_SUB: a.name = "sub"; a.need(2, 2, 0, 1); return one(at::sub(a.t(0), a.t(1), a.d(0)));
+    // alpha == 1 goes as an integer Scalar: integral tensors reject a floating alpha.
+    case PFL_OP_ADD: a.name = "add"; a.need(2, 2, 0, 1);
+      return one(a.d(0) == 1 ? at::add(a.t(0), a.t(1)) : at::add(a.t(0), a.t(1), a.d(0)));
+    case PFL_OP_SUB: a.name = "sub"; a.need(2, 2, 0, 1);
+      return one(a.d(0) == 1 ? at::sub(a.t(0), a.t(1)) : at::sub(a.t(0), a.t(1), a.d(0)));
     case PFL_OP_MUL: a.name = "mul"; a.need(2, 2, 0, 0); return one(at::mul(a.t(0), a.t(1)));
     case PFL_OP_DIV: a.name = "div"; a.need(2, 2, 0, 0); return one(at::div(a.t(0), a.t(1)));
     case PFL_OP_ADD_SCALAR: a.name = "add_scalar"; a.need(1, 1, 0, 1);

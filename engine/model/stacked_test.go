@@ -37,6 +37,12 @@ func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, trai
 		noise := s.Randn(g, cuda.Float64, cuda.CPU, p.T.Shape()...)
 		s.CopyFrom(p.T, s.Add(p.T, s.MulScalar(noise, 0.05)))
 	}
+	// The weights and buffers as they are before the stacked forward (which updates
+	// BatchNorm's running statistics in place when training).
+	before := make([]*cuda.Tensor, len(stacked.Params().List))
+	for i, p := range stacked.Params().List {
+		before[i] = s.Clone(p.T)
+	}
 	s.SetGradEnabled(true)
 	x := input(s, g, k)
 	y := stacked.Forward(s, x, &Pass{Train: train})
@@ -56,7 +62,7 @@ func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, trai
 		}
 		s.SetGradEnabled(false)
 		for i, p := range single.Params().List {
-			s.CopyFrom(p.T, s.Narrow(stacked.Params().List[i].T, 0, c, 1))
+			s.CopyFrom(p.T, s.Narrow(before[i], 0, c, 1))
 		}
 		s.SetGradEnabled(true)
 		yc := single.Forward(s, s.Narrow(x, 0, c, 1), &Pass{Train: train})
@@ -146,6 +152,22 @@ func TestStackedEqualsSeparate(t *testing.T) {
 		{"vit-timm", func(k int, g *cuda.Generator) (Model, error) {
 			return NewViT("small", smallViT(true), k, cuda.CPU, cuda.Float64, g)
 		}, images(3, 8), true},
+		{"convnet", func(k int, g *cuda.Generator) (Model, error) {
+			return NewConvNet("convnet", ConvNet(16, 2, 4, false), k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), false},
+		{"convnet-bn-train", func(k int, g *cuda.Generator) (Model, error) {
+			return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), true},
+		{"convnet-bn-eval", func(k int, g *cuda.Generator) (Model, error) {
+			return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), false},
+		{"text-transformer", func(k int, g *cuda.Generator) (Model, error) {
+			c := TextConfig{Vocab: 11, Dim: 16, FFN: 24, Heads: 2, HeadDim: 8, Depth: 2, SeqLen: 6, MaxLen: 10, Dropout: 0.1, Causal: true}
+			return NewTextModel("text", c, k, cuda.CPU, cuda.Float64, g)
+		}, tokens(11, 6), false},
+		{"lstm", func(k int, g *cuda.Generator) (Model, error) {
+			return NewLSTM("lstm", LSTMConfig{Vocab: 9, Embed: 4, Hidden: 6, Layers: 2, SeqLen: 5}, k, cuda.CPU, cuda.Float64, g)
+		}, tokens(9, 5), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkStackedEqualsSeparate(t, c.build, c.input, c.train) })

@@ -1,0 +1,136 @@
+package safetensors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+// headerEntry is one tensor's record as written; the field order matches the Python writer.
+type headerEntry struct {
+	DType       DType     `json:"dtype"`
+	Shape       []int64   `json:"shape"`
+	DataOffsets [2]uint64 `json:"data_offsets"`
+}
+
+// Write encodes the tensors, laid out in the given order, and the optional metadata. The
+// header's keys are sorted (as encoding a JSON map sorts them) and the header is padded
+// with spaces to a multiple of 8 bytes, so the data section is 8-byte aligned as the
+// Python library writes it. Every tensor is checked before anything is written.
+func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	if err := write(w, tensors, metadata); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
+}
+
+func write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	header, err := encodeHeader(tensors, metadata)
+	if err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(header)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(header); err != nil {
+		return err
+	}
+	for _, t := range tensors {
+		if _, err := w.Write(t.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeHeader validates the tensors and metadata and returns the padded JSON header.
+func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) {
+	entries := make(map[string]any, len(tensors)+1)
+	var off uint64
+	for _, t := range tensors {
+		switch {
+		case t.Name == "":
+			return nil, errEmptyName
+		case t.Name == metadataKey:
+			return nil, fmt.Errorf("tensor name %q is reserved for metadata", t.Name)
+		case !utf8.ValidString(t.Name):
+			return nil, fmt.Errorf("tensor name %q is not valid UTF-8", t.Name)
+		}
+		if _, dup := entries[t.Name]; dup {
+			return nil, fmt.Errorf("duplicate tensor name %q", t.Name)
+		}
+		if err := t.check(); err != nil {
+			return nil, err
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int64{} // a scalar's shape is [], not null
+		}
+		end := off + uint64(len(t.Data))
+		entries[t.Name] = headerEntry{DType: t.DType, Shape: shape, DataOffsets: [2]uint64{off, end}}
+		off = end
+	}
+	if len(metadata) > 0 {
+		for k, v := range metadata {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return nil, fmt.Errorf("metadata %q: %q is not valid UTF-8", k, v)
+			}
+		}
+		entries[metadataKey] = metadata
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // write "<" and "&" as themselves, as Python's json does
+	if err := enc.Encode(entries); err != nil {
+		return nil, err
+	}
+	header := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	for len(header)%8 != 0 {
+		header = append(header, ' ')
+	}
+	return header, nil
+}
+
+// WriteFile writes the file at path atomically: it writes a temporary file in the same
+// directory and renames it over path, so a failure never leaves a partial or truncated
+// checkpoint where a reader (or PyTorch) would pick it up.
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close() // may already be closed; the error that matters is err
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("safetensors: %s: %w", path, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := write(bw, tensors, metadata); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	// CreateTemp makes the file private; a checkpoint is an ordinary readable file. Sync
+	// before the rename so a crash cannot leave a renamed but empty file.
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
