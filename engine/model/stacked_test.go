@@ -165,6 +165,10 @@ func TestStackedEqualsSeparate(t *testing.T) {
 			c := TextConfig{Vocab: 11, Dim: 16, FFN: 24, Heads: 2, HeadDim: 8, Depth: 2, SeqLen: 6, MaxLen: 10, Dropout: 0.1, Causal: true}
 			return NewTextModel("text", c, k, cuda.CPU, cuda.Float64, g)
 		}, tokens(11, 6), false},
+		{"focalnet-2-stages", func(k int, g *cuda.Generator) (Model, error) {
+			c := FocalNetConfig{Image: 16, Channels: 2, Patch: 4, Dims: []int64{8, 12}, Depths: []int64{1, 1}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 3}
+			return NewFocalNet("focal", c, k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), false},
 		{"lstm", func(k int, g *cuda.Generator) (Model, error) {
 			return NewLSTM("lstm", LSTMConfig{Vocab: 9, Embed: 4, Hidden: 6, Layers: 2, SeqLen: 5}, k, cuda.CPU, cuda.Float64, g)
 		}, tokens(9, 5), false},

@@ -6,6 +6,34 @@ import (
 	"pfl/cuda"
 )
 
+func TestFocalNetCounts(t *testing.T) {
+	g, _ := cuda.NewGenerator(1, cuda.CPU)
+	defer g.Close()
+	for _, c := range []struct {
+		name    string
+		cfg     FocalNetConfig
+		paramsM float64 // published, in millions (FocalNet README, ImageNet-1k)
+		gmacs   float64 // published "GFLOPs" (fvcore multiply-accumulates)
+	}{
+		{"focalnet-t-srf", FocalNetT(1000, 2), 28.4, 4.4},
+		{"focalnet-t-lrf", FocalNetT(1000, 3), 28.6, 4.5},
+	} {
+		m, err := NewFocalNet(c.name, c.cfg, 1, cuda.CPU, cuda.Float32, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, macs := float64(m.Params().Count())/1e6, float64(m.MACs())/1e9
+		t.Logf("%s: %.3f M parameters, %.3f G MACs", c.name, p, macs)
+		if p < c.paramsM-0.05 || p > c.paramsM+0.05 {
+			t.Errorf("%s: %.3f M parameters, published %.1f M", c.name, p, c.paramsM)
+		}
+		if macs < c.gmacs-0.05 || macs > c.gmacs+0.05 {
+			t.Errorf("%s: %.3f G MACs, published %.1f G", c.name, macs, c.gmacs)
+		}
+		m.Close()
+	}
+}
+
 func TestViTCountsMatchThePapers(t *testing.T) {
 	g, err := cuda.NewGenerator(1, cuda.CPU)
 	if err != nil {
