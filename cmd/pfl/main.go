@@ -5,6 +5,7 @@
 //
 //	pfl doctor            describe the native library, torch, devices and threads
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
+//	pfl models            list the models with parameters by role and FLOPs per sample
 //
 // The federated experiments (pfl train, eval, plot, bench) arrive with the engine.
 package main
@@ -26,6 +27,7 @@ type command struct {
 var commands = []command{
 	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
+	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
 }
 
 // errUsage marks a usage error (exit status 2); its message has been printed.

@@ -21,6 +21,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"doctor", "extra"}, 2, "unexpected arguments"},
 		{[]string{"doctor"}, 0, "torch:"},
 		{[]string{"smoke", "-steps", "60"}, 0, "ok"},
+		{[]string{"models"}, 0, "21,704,164"},
+		{[]string{"models", "-classes", "10"}, 0, "1,988,490"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

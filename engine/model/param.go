@@ -135,8 +135,12 @@ func (s *Set) Count() int64 {
 }
 
 // materialize allocates every tensor as [K, shape...] and draws its values from gen
-// (one draw shared by all K rows); trainable tensors require grad.
+// (one draw shared by all K rows); trainable tensors require grad. With a nil gen nothing
+// is allocated: the model is declared only, for accounting (counts, MACs, names).
 func (s *Set) materialize(gen *cuda.Generator) error {
+	if gen == nil {
+		return nil
+	}
 	sc := cuda.NewScope()
 	defer sc.Close()
 	sc.SetGradEnabled(false)
