@@ -76,3 +76,40 @@ func TestViTCountsMatchThePapers(t *testing.T) {
 		})
 	}
 }
+
+func TestSmallModelCounts(t *testing.T) {
+	for _, c := range []struct {
+		preset       string
+		classes      int64
+		params, macs int64
+	}{
+		// FedTP's Shakespeare Transformer, depth 2: 683,008 parameters (reference count);
+		// per layer over 80 tokens: QKV 80·128·1536, attention 2·80²·512, output 80·512·128,
+		// FFN 2·80·128·256; then the projection 80·128·100
+		{"text-transformer", 100, 683008, 2*(80*128*1536+2*80*80*512+80*512*128+2*80*128*256) + 80*128*100},
+		// embedding 100·8; layer 0: 4·256·(8+256) + 2·1024; layer 1: 4·256·512 + 2·1024; decoder 256·100 + 100
+		{"lstm", 100, 800 + 272384 + 526336 + 25700, 80 * (4*256*(8+256) + 4*256*512 + 256*100)},
+		// conv1 3·16·25+16, conv2 16·32·25+32, fc 800·120+120, 120·84+84, 84·10+10;
+		// MACs: 16·3·25·28² + 32·16·25·10² + 800·120 + 120·84 + 84·10
+		{"convnet", 10, 121182, 940800 + 1280000 + 106920},
+		{"convnet-bn", 10, 121182 + 2*(16+32+120+84), 940800 + 1280000 + 106920},
+	} {
+		p, err := Lookup(c.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := p.Build(c.classes, 1, cuda.CPU, cuda.Float32, nil) // declared, not allocated
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Params().Count(); got != c.params {
+			t.Errorf("%s: %d parameters, want %d", c.preset, got, c.params)
+		}
+		if got := m.MACs(); got != c.macs {
+			t.Errorf("%s: %d MACs, want %d", c.preset, got, c.macs)
+		}
+	}
+	if _, err := Lookup("vit-huge"); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
