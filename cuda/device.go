@@ -191,4 +191,5 @@ func (g *Graph) Close() error {
 	return nil
 }
 
+// String describes g for logs.
 func (g *Graph) String() string { return fmt.Sprintf("Graph(captured=%v)", g.captured) }

@@ -29,6 +29,7 @@ var dtypeNames = map[DType]string{
 	Bool: "bool", Float16: "f16", Int32: "i32",
 }
 
+// String is the short name of d, e.g. "f32".
 func (d DType) String() string {
 	if s, ok := dtypeNames[d]; ok {
 		return s
@@ -79,6 +80,7 @@ func CUDA(i int) Device { return Device{Type: CUDADevice, Index: i} }
 // IsCUDA reports whether d is a CUDA device.
 func (d Device) IsCUDA() bool { return d.Type == CUDADevice }
 
+// String is "cpu" or "cuda:N", as ParseDevice reads it.
 func (d Device) String() string {
 	if d.Type == CUDADevice {
 		return fmt.Sprintf("cuda:%d", d.Index)

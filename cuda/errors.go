@@ -62,6 +62,7 @@ type Error struct {
 	Msg  string // what went wrong, with shapes where they matter
 }
 
+// Error formats e as "cuda: op: message".
 func (e *Error) Error() string { return "cuda: " + e.Op + ": " + e.Msg }
 
 // Is reports whether target is the sentinel of e's Code.

@@ -200,6 +200,7 @@ func (t *Tensor) RequiresGrad() bool { return t != nil && t.requiresGrad }
 // Closed reports whether t has been freed (by Close or its scope).
 func (t *Tensor) Closed() bool { return t == nil || t.h == nil }
 
+// String describes t (dtype, device, shape) for logs and errors.
 func (t *Tensor) String() string {
 	if t.Closed() {
 		return "Tensor(closed)"

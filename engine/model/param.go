@@ -46,6 +46,7 @@ func (p *Param) Numel() int64 {
 	return n
 }
 
+// String describes p as name, shape and role.
 func (p *Param) String() string { return fmt.Sprintf("%s %v (%s)", p.Name, p.Shape, p.Role) }
 
 // Set is the parameters of a model in a fixed order, with the tensors it owns.

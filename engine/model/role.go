@@ -34,6 +34,7 @@ var roleNames = [...]string{
 	"prompt", "embedding", "conv", "fc", "recurrent",
 }
 
+// String is the role's name, as ParseRole reads it.
 func (r Role) String() string {
 	if r >= 0 && r < numRoles {
 		return roleNames[r]

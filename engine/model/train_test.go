@@ -58,6 +58,9 @@ func TestEveryModelLearns(t *testing.T) {
 			c := FocalNetConfig{Image: 16, Channels: 2, Patch: 4, Dims: []int64{8, 12}, Depths: []int64{1, 1}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 3}
 			return NewFocalNet("focal", c, k, cuda.CPU, cuda.Float32, g)
 		}, imageTask(16, 2, 3), 0.1},
+		{"convnet", func(g *cuda.Generator) (Model, error) {
+			return NewConvNet("cnn", ConvNet(16, 2, 4, false), k, cuda.CPU, cuda.Float32, g)
+		}, imageTask(16, 2, 4), 0.05},
 		{"convnet-bn", func(g *cuda.Generator) (Model, error) {
 			return NewConvNet("cnn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float32, g)
 		}, imageTask(16, 2, 4), 0.05},
