@@ -244,7 +244,7 @@ func (s *Scope) Select(t *Tensor, dim int, index int64) *Tensor {
 	return s.run1(op, opSelect, nil)
 }
 
-func (s *Scope) indexed(op string, code int32, dim int, in []*Tensor, index *Tensor) bool {
+func (s *Scope) indexed(op string, dim int, in []*Tensor, index *Tensor) bool {
 	if !s.args(op, in) || !s.checkDType(op, "index", index, Int64) {
 		return false
 	}
@@ -257,7 +257,7 @@ func (s *Scope) indexed(op string, code int32, dim int, in []*Tensor, index *Ten
 
 // IndexSelect picks the entries index (1-D, int64) of t along dim.
 func (s *Scope) IndexSelect(t *Tensor, dim int, index *Tensor) *Tensor {
-	if !s.indexed("index_select", opIndexSelect, dim, []*Tensor{t, index}, index) ||
+	if !s.indexed("index_select", dim, []*Tensor{t, index}, index) ||
 		!s.checkRank("index_select", "index", index, 1) {
 		return nil
 	}
@@ -267,7 +267,7 @@ func (s *Scope) IndexSelect(t *Tensor, dim int, index *Tensor) *Tensor {
 // Gather is out[i][j] = t[index[i][j]][j] (dim 0; likewise for other dims); index is int64
 // with t's rank.
 func (s *Scope) Gather(t *Tensor, dim int, index *Tensor) *Tensor {
-	if !s.indexed("gather", opGather, dim, []*Tensor{t, index}, index) ||
+	if !s.indexed("gather", dim, []*Tensor{t, index}, index) ||
 		!s.checkRank("gather", "index", index, len(t.shape)) {
 		return nil
 	}
@@ -277,7 +277,7 @@ func (s *Scope) Gather(t *Tensor, dim int, index *Tensor) *Tensor {
 // ScatterAdd is a copy of t with src added at index along dim (out[index[i][j]][j] +=
 // src[i][j] for dim 0).
 func (s *Scope) ScatterAdd(t *Tensor, dim int, index, src *Tensor) *Tensor {
-	if !s.indexed("scatter_add", opScatterAdd, dim, []*Tensor{t, index, src}, index) ||
+	if !s.indexed("scatter_add", dim, []*Tensor{t, index, src}, index) ||
 		!s.checkSameDType("scatter_add", t, src) {
 		return nil
 	}
