@@ -233,7 +233,7 @@ func Pachinko(fine, coarse []int64, fineClasses, coarseClasses, clients int, alp
 	case clients < 1 || clients > len(fine):
 		return nil, fmt.Errorf("data: pachinko: %d clients for %d samples", clients, len(fine))
 	}
-	pool := byClass(fine, fineClasses, r)  // remaining samples per fine label
+	pool := byClass(fine, fineClasses, r)   // remaining samples per fine label
 	finesOf := make([][]int, coarseClasses) // fine labels of each coarse label
 	for f := 0; f < fineClasses; f++ {
 		if len(pool[f]) == 0 {

@@ -10,7 +10,9 @@ import (
 	"pfl/engine/rng"
 )
 
-func testRand(seed uint64) *rand.Rand { return rng.New(rng.Key{Seed: seed, Purpose: "test", Round: -1, Client: -1}) }
+func testRand(seed uint64) *rand.Rand {
+	return rng.New(rng.Key{Seed: seed, Purpose: "test", Round: -1, Client: -1})
+}
 
 // balancedLabels is n samples of classes labels, i mod classes.
 func balancedLabels(n, classes int) []int64 {
