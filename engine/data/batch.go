@@ -1,0 +1,278 @@
+package data
+
+import (
+	"fmt"
+	"math"
+
+	"pfl/cuda"
+	"pfl/engine/rng"
+)
+
+// DeviceImages is an image set held on the device once, as uint8, with its labels:
+// batches are gathered, converted, augmented and normalized there, with no per-round
+// host work beyond the index plan.
+type DeviceImages struct {
+	X          *cuda.Tensor // [N, C, H, W] uint8
+	Y          *cuda.Tensor // [N] int64
+	N, C, H, W int
+	Mean, Std  []float64 // per channel, on the [0, 1] scale
+}
+
+// ChannelStats is the exact per-channel mean and standard deviation of x on the [0, 1]
+// scale (the usual normalization constants, computed rather than copied).
+func ChannelStats(x *Images) (mean, std []float64) {
+	mean, std = make([]float64, x.C), make([]float64, x.C)
+	plane := x.H * x.W
+	for c := 0; c < x.C; c++ {
+		var s, s2 float64
+		for i := 0; i < x.N; i++ {
+			for _, v := range x.Pixels[(i*x.C+c)*plane : (i*x.C+c+1)*plane] {
+				f := float64(v) / 255
+				s += f
+				s2 += f * f
+			}
+		}
+		n := float64(x.N * plane)
+		mean[c] = s / n
+		std[c] = math.Sqrt(max(s2/n-mean[c]*mean[c], 1e-12))
+	}
+	return mean, std
+}
+
+// Upload copies x to dev. mean and std (per channel, [0, 1] scale) normalize its batches.
+func Upload(x *Images, dev cuda.Device, mean, std []float64) (*DeviceImages, error) {
+	if err := x.Validate(); err != nil {
+		return nil, err
+	}
+	if len(mean) != x.C || len(std) != x.C {
+		return nil, fmt.Errorf("data: upload %s: %d means and %d stds for %d channels", x.Name, len(mean), len(std), x.C)
+	}
+	for c, s := range std {
+		if !(s > 0) {
+			return nil, fmt.Errorf("data: upload %s: std of channel %d is %g", x.Name, c, s)
+		}
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	px := cuda.FromSlice(s, dev, x.Pixels, int64(x.N), int64(x.C), int64(x.H), int64(x.W))
+	y := cuda.FromSlice(s, dev, x.Labels, int64(x.N))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("data: upload %s: %w", x.Name, err)
+	}
+	s.Keep(px, y)
+	return &DeviceImages{X: px, Y: y, N: x.N, C: x.C, H: x.H, W: x.W, Mean: mean, Std: std}, nil
+}
+
+// Close frees the device copy.
+func (d *DeviceImages) Close() error {
+	d.X.Close()
+	d.Y.Close()
+	return nil
+}
+
+// Augment is the CIFAR recipe: zero padding then a random crop back to size, and a random
+// horizontal flip (torchvision's RandomCrop(padding) and RandomHorizontalFlip).
+type Augment struct {
+	Pad  int  // 0: no crop
+	Flip bool // flip with probability 1/2
+}
+
+// Plan is one round of local training for K clients: for every step and client the
+// samples of its batch, which slots hold a real sample, and the augmentation draws. Each
+// client keeps its exact epoch semantics — ceil(m/B) steps per epoch, a reshuffle every
+// epoch, the last batch partial — and a client whose epochs are done idles (mask 0) while
+// larger clients go on. Every draw comes from the client's own (seed, purpose, round,
+// client) stream, so a client's batches do not depend on the clients beside it.
+type Plan struct {
+	K, B, Steps int
+	Clients     []int     // client ids, one per stack row
+	ClientSteps []int     // steps each client really takes
+	Index       []int64   // [Steps, K, B] sample indices (a valid index in masked slots)
+	Mask        []float32 // [Steps, K, B] 1 for a real sample
+	DY, DX      []int64   // [Steps, K, B] crop offsets in [0, 2·Pad]
+	Flip        []bool    // [Steps, K, B]
+}
+
+// PlanConfig says how a round's local training is batched.
+type PlanConfig struct {
+	Epochs, Batch int
+	Shuffle       bool // false for evaluation: one pass in order
+	Augment       Augment
+	Seed          uint64
+	Round         int
+}
+
+// NewPlan plans a round for the clients (ids) with the given sample lists.
+func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
+	if len(ids) != len(parts) || len(ids) == 0 {
+		return nil, fmt.Errorf("data: plan: %d ids for %d clients", len(ids), len(parts))
+	}
+	if c.Epochs < 1 || c.Batch < 1 || c.Augment.Pad < 0 {
+		return nil, fmt.Errorf("data: plan: epochs %d, batch %d and pad %d must be positive", c.Epochs, c.Batch, c.Augment.Pad)
+	}
+	p := &Plan{K: len(ids), B: c.Batch, Clients: ids, ClientSteps: make([]int, len(ids))}
+	for i, part := range parts {
+		if len(part) == 0 {
+			return nil, fmt.Errorf("data: plan: client %d has no samples", ids[i])
+		}
+		p.ClientSteps[i] = c.Epochs * ((len(part) + c.Batch - 1) / c.Batch)
+		p.Steps = max(p.Steps, p.ClientSteps[i])
+	}
+	size := p.Steps * p.K * p.B
+	p.Index, p.Mask = make([]int64, size), make([]float32, size)
+	p.DY, p.DX, p.Flip = make([]int64, size), make([]int64, size), make([]bool, size)
+	for i, part := range parts {
+		order := rng.New(rng.Key{Seed: c.Seed, Purpose: "batch", Round: c.Round, Client: ids[i]})
+		aug := rng.New(rng.Key{Seed: c.Seed, Purpose: "augment", Round: c.Round, Client: ids[i]})
+		perEpoch := (len(part) + c.Batch - 1) / c.Batch
+		var epoch []int
+		for step := 0; step < p.Steps; step++ {
+			if step%perEpoch == 0 && step < p.ClientSteps[i] {
+				epoch = append(epoch[:0], part...)
+				if c.Shuffle {
+					order.Shuffle(len(epoch), func(a, b int) { epoch[a], epoch[b] = epoch[b], epoch[a] })
+				}
+			}
+			for b := 0; b < p.B; b++ {
+				at := (step*p.K+i)*p.B + b
+				p.Index[at] = int64(part[0])
+				pos := step%perEpoch*p.B + b
+				if step < p.ClientSteps[i] && pos < len(epoch) {
+					p.Index[at], p.Mask[at] = int64(epoch[pos]), 1
+				}
+				if c.Augment.Pad > 0 {
+					p.DY[at], p.DX[at] = int64(aug.IntN(2*c.Augment.Pad+1)), int64(aug.IntN(2*c.Augment.Pad+1))
+				}
+				if c.Augment.Flip {
+					p.Flip[at] = aug.IntN(2) == 1
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// DevicePlan is a Plan uploaded for one round.
+type DevicePlan struct {
+	*Plan
+	Augment     Augment
+	index, mask *cuda.Tensor // [Steps, K, B]
+	dy, dx      *cuda.Tensor
+	flip        *cuda.Tensor // bool
+	noise       []*cuda.Generator
+	noiseStd    *cuda.Tensor // [K, 1, 1, 1, 1], nil without noise
+}
+
+// Upload copies the plan to dev. noiseStd (per stack row, may be nil) adds Gaussian noise
+// of that standard deviation after normalization, drawn from each client's own stream.
+func (p *Plan) Upload(dev cuda.Device, aug Augment, noiseStd []float64, seed uint64, round int) (*DevicePlan, error) {
+	s := cuda.NewScope()
+	defer s.Close()
+	dims := []int64{int64(p.Steps), int64(p.K), int64(p.B)}
+	d := &DevicePlan{Plan: p, Augment: aug}
+	d.index = cuda.FromSlice(s, dev, p.Index, dims...)
+	d.mask = cuda.FromSlice(s, dev, p.Mask, dims...)
+	d.dy = cuda.FromSlice(s, dev, p.DY, dims...)
+	d.dx = cuda.FromSlice(s, dev, p.DX, dims...)
+	d.flip = cuda.FromSlice(s, dev, p.Flip, dims...)
+	if noiseStd != nil {
+		if len(noiseStd) != p.K {
+			return nil, fmt.Errorf("data: plan: %d noise levels for %d clients", len(noiseStd), p.K)
+		}
+		d.noiseStd = s.To(cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1), cuda.Float32)
+		for _, id := range p.Clients {
+			g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: seed, Purpose: "noise", Round: round, Client: id}), dev)
+			if err != nil {
+				d.Close()
+				return nil, err
+			}
+			d.noise = append(d.noise, g)
+		}
+	}
+	if err := s.Err(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	s.Keep(d.index, d.mask, d.dy, d.dx, d.flip)
+	if d.noiseStd != nil {
+		s.Keep(d.noiseStd)
+	}
+	return d, nil
+}
+
+// Close frees the plan's tensors and generators.
+func (d *DevicePlan) Close() error {
+	for _, t := range []*cuda.Tensor{d.index, d.mask, d.dy, d.dx, d.flip, d.noiseStd} {
+		t.Close()
+	}
+	for _, g := range d.noise {
+		g.Close()
+	}
+	return nil
+}
+
+// Batch is one step's client-stacked batch.
+type Batch struct {
+	X    *cuda.Tensor // [K, B, C, H, W] float32, augmented and normalized
+	Y    *cuda.Tensor // [K, B] int64
+	Mask *cuda.Tensor // [K, B] float32: 1 for a real sample, 0 for padding or an idle client
+}
+
+// Batch assembles step's batch in s: gather the uint8 images, scale to [0, 1], pad and
+// crop and flip, normalize, add noise.
+func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
+	if step < 0 || step >= p.Steps {
+		s.Fail(fmt.Errorf("data: batch: step %d of %d", step, p.Steps))
+		return Batch{}
+	}
+	k, b := int64(p.K), int64(p.B)
+	c, h, w := int64(d.C), int64(d.H), int64(d.W)
+	idx := s.Reshape(s.Select(p.index, 0, int64(step)), -1)
+	x := s.DivScalar(s.To(s.IndexSelect(d.X, 0, idx), cuda.Float32), 255) // [KB, C, H, W]
+	if pad := int64(p.Augment.Pad); pad > 0 || p.Augment.Flip {
+		x = d.cropFlip(s, x, p, step, pad)
+	}
+	dev := d.X.Device()
+	mean := s.Reshape(cuda.FromSlice(s, dev, toF32(d.Mean), c), 1, c, 1, 1)
+	std := s.Reshape(cuda.FromSlice(s, dev, toF32(d.Std), c), 1, c, 1, 1)
+	x = s.Reshape(s.Div(s.Sub(x, mean), std), k, b, c, h, w)
+	if p.noiseStd != nil {
+		draws := make([]*cuda.Tensor, k)
+		for i, g := range p.noise {
+			draws[i] = s.Randn(g, cuda.Float32, dev, b, c, h, w)
+		}
+		x = s.Add(x, s.Mul(s.Stack(0, draws...), p.noiseStd))
+	}
+	y := s.Reshape(s.IndexSelect(d.Y, 0, idx), k, b)
+	return Batch{X: x, Y: y, Mask: s.Select(p.mask, 0, int64(step))}
+}
+
+// cropFlip zero-pads x [N, C, H, W] by pad, then takes each sample's H×W window at its
+// (dy, dx), reversed left-right where it flips: two gathers with per-sample index grids.
+func (d *DeviceImages) cropFlip(s *cuda.Scope, x *cuda.Tensor, p *DevicePlan, step int, pad int64) *cuda.Tensor {
+	n, c, h, w := x.Size(0), int64(d.C), int64(d.H), int64(d.W)
+	dev := x.Device()
+	if pad > 0 {
+		zr := s.Zeros(cuda.Float32, dev, n, c, pad, w)
+		x = s.Cat(2, zr, x, zr)
+		zc := s.Zeros(cuda.Float32, dev, n, c, h+2*pad, pad)
+		x = s.Cat(3, zc, x, zc)
+	}
+	dy := s.Reshape(s.Select(p.dy, 0, int64(step)), n, 1)
+	dx := s.Reshape(s.Select(p.dx, 0, int64(step)), n, 1)
+	flip := s.Reshape(s.Select(p.flip, 0, int64(step)), n, 1)
+	rows := s.Add(dy, s.Arange(0, float64(h), 1, cuda.Int64, dev))             // [N, H]
+	fwd := s.Arange(0, float64(w), 1, cuda.Int64, dev)                         // [W]
+	rev := s.Arange(float64(w-1), -1, -1, cuda.Int64, dev)                     // [W]
+	cols := s.Add(dx, s.Where(flip, s.Unsqueeze(rev, 0), s.Unsqueeze(fwd, 0))) // [N, W]
+	x = s.Gather(x, 2, s.Expand(s.Reshape(rows, n, 1, h, 1), n, c, h, w+2*pad))
+	return s.Gather(x, 3, s.Expand(s.Reshape(cols, n, 1, 1, w), n, c, h, w))
+}
+
+func toF32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
