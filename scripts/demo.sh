@@ -6,3 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 bin/pfl doctor
 bin/pfl smoke
+bin/pfl models
+# Fashion-MNIST over 50 clients with FedTP's per-class Dirichlet skew (alpha 0.3)
+bin/pfl partition -data fashion-mnist -method dirichlet -alpha 0.3 -clients 50 -out runs/demo-partition

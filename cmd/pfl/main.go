@@ -6,6 +6,7 @@
 //	pfl doctor            describe the native library, torch, devices and threads
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
 //	pfl models            list the models with parameters by role and FLOPs per sample
+//	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
 //
 // The federated experiments (pfl train, eval, plot, bench) arrive with the engine.
 package main
@@ -28,6 +29,7 @@ var commands = []command{
 	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
+	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 }
 
 // errUsage marks a usage error (exit status 2); its message has been printed.

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCLI(t *testing.T) {
+	tmp := t.TempDir()
 	cases := []struct {
 		args    []string
 		code    int
@@ -23,6 +24,9 @@ func TestCLI(t *testing.T) {
 		{[]string{"smoke", "-steps", "60"}, 0, "ok"},
 		{[]string{"models"}, 0, "21,704,164"},
 		{[]string{"models", "-classes", "10"}, 0, "1,988,490"},
+		{[]string{"partition", "-data", "synthetic:600", "-clients", "7", "-out", tmp}, 0, "7 clients"},
+		{[]string{"partition", "-data", "synthetic", "-method", "pathological", "-k", "11", "-out", tmp}, 1, "classes per client"},
+		{[]string{"partition", "-data", "imagenet"}, 1, "unknown dataset"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
