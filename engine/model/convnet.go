@@ -37,14 +37,13 @@ func (c ConvNetConfig) Validate() error {
 
 // ConvNetModel is the client-stacked ConvNet.
 type ConvNetModel struct {
-	Cfg    ConvNetConfig
-	name   string
-	params *Set
-	convW  [2]*Param
-	convB  [2]*Param
-	fcW    [3]*Param
-	fcB    [3]*Param
-	bn     [4][4]*Param // weight, bias, running mean, running variance of each BatchNorm
+	Cfg ConvNetConfig
+	base
+	convW [2]*Param
+	convB [2]*Param
+	fcW   [3]*Param
+	fcB   [3]*Param
+	bn    [4][4]*Param // weight, bias, running mean, running variance of each BatchNorm
 }
 
 // NewConvNet builds a ConvNet for k clients.
@@ -52,7 +51,7 @@ func NewConvNet(name string, c ConvNetConfig, k int, dev cuda.Device, dt cuda.DT
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &ConvNetModel{Cfg: c, name: name, params: newSet(k, dev, dt)}
+	m := &ConvNetModel{Cfg: c, base: base{name, newSet(k, dev, dt)}}
 	ps := m.params
 	chans := [][2]int64{{c.Channels, c.Conv1}, {c.Conv1, c.Conv2}}
 	for i, ch := range chans {
@@ -85,15 +84,6 @@ func NewConvNet(name string, c ConvNetConfig, k int, dev cuda.Device, dt cuda.DT
 	}
 	return m, nil
 }
-
-// Name is the preset's name.
-func (m *ConvNetModel) Name() string { return m.name }
-
-// Params are the stacked parameters and BatchNorm buffers.
-func (m *ConvNetModel) Params() *Set { return m.params }
-
-// Close frees the parameters.
-func (m *ConvNetModel) Close() error { return m.params.Close() }
 
 // MACs counts one image's forward multiply-accumulates.
 func (m *ConvNetModel) MACs() int64 {

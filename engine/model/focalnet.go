@@ -58,9 +58,8 @@ func (c FocalNetConfig) Validate() error {
 
 // FocalNet is the client-stacked FocalNet.
 type FocalNet struct {
-	Cfg                          FocalNetConfig
-	name                         string
-	params                       *Set
+	Cfg FocalNetConfig
+	base
 	stemW, stemB, stemNW, stemNB *Param
 	stages                       []focalStage
 	normW, normB, headW, headB   *Param
@@ -86,7 +85,7 @@ func NewFocalNet(name string, c FocalNetConfig, k int, dev cuda.Device, dt cuda.
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &FocalNet{Cfg: c, name: name, params: newSet(k, dev, dt)}
+	m := &FocalNet{Cfg: c, base: base{name, newSet(k, dev, dt)}}
 	ps := m.params
 	// Linear: trunc-normal(0.02), bias 0; LayerNorm 1/0; convolutions: PyTorch's default.
 	lin := func(name string, role Role, block int, in, out int64) (*Param, *Param) {
@@ -137,15 +136,6 @@ func NewFocalNet(name string, c FocalNetConfig, k int, dev cuda.Device, dt cuda.
 	}
 	return m, nil
 }
-
-// Name is the preset's name.
-func (m *FocalNet) Name() string { return m.name }
-
-// Params are the stacked parameters.
-func (m *FocalNet) Params() *Set { return m.params }
-
-// Close frees the parameters.
-func (m *FocalNet) Close() error { return m.params.Close() }
 
 // MACs counts one image's forward multiply-accumulates: stem, per block f, the depthwise
 // context convolutions, h, proj and the MLP, the downsampling convolutions and the head.

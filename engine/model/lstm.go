@@ -26,9 +26,8 @@ func (c LSTMConfig) Validate() error {
 
 // LSTMModel is the client-stacked LSTM.
 type LSTMModel struct {
-	Cfg    LSTMConfig
-	name   string
-	params *Set
+	Cfg LSTMConfig
+	base
 	emb    *Param
 	layers [][4]*Param // weight_ih, weight_hh, bias_ih, bias_hh (PyTorch's names and gate order i, f, g, o)
 	decW   *Param
@@ -40,7 +39,7 @@ func NewLSTM(name string, c LSTMConfig, k int, dev cuda.Device, dt cuda.DType, g
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &LSTMModel{Cfg: c, name: name, params: newSet(k, dev, dt)}
+	m := &LSTMModel{Cfg: c, base: base{name, newSet(k, dev, dt)}}
 	ps := m.params
 	m.emb = ps.add("encoder.weight", RoleEmbedding, -1, InitNormal, 0, 0, c.Vocab, c.Embed)
 	// nn.LSTM draws every weight and bias from U(±1/sqrt(hidden)): fan-in = hidden.
@@ -65,15 +64,6 @@ func NewLSTM(name string, c LSTMConfig, k int, dev cuda.Device, dt cuda.DType, g
 	}
 	return m, nil
 }
-
-// Name is the preset's name.
-func (m *LSTMModel) Name() string { return m.name }
-
-// Params are the stacked parameters.
-func (m *LSTMModel) Params() *Set { return m.params }
-
-// Close frees the parameters.
-func (m *LSTMModel) Close() error { return m.params.Close() }
 
 // MACs counts the forward multiply-accumulates of one sequence of SeqLen characters.
 func (m *LSTMModel) MACs() int64 {

@@ -19,6 +19,21 @@ type Model interface {
 	Close() error
 }
 
+// base holds what every model has: its preset name and its parameters.
+type base struct {
+	name   string
+	params *Set
+}
+
+// Name is the model's preset name.
+func (b *base) Name() string { return b.name }
+
+// Params are the model's stacked parameters and buffers.
+func (b *base) Params() *Set { return b.params }
+
+// Close frees the parameters.
+func (b *base) Close() error { return b.params.Close() }
+
 // TrainFLOPs is the usual estimate of one sample's training cost: forward plus backward
 // (twice the forward) is 3 forward passes, at 2 FLOPs per MAC.
 func TrainFLOPs(m Model) float64 { return 6 * float64(m.MACs()) }
@@ -56,3 +71,12 @@ func (ps *Pass) gen() *cuda.Generator {
 	}
 	return ps.Gen
 }
+
+// Every model satisfies Model.
+var (
+	_ Model = (*ViT)(nil)
+	_ Model = (*FocalNet)(nil)
+	_ Model = (*TextModel)(nil)
+	_ Model = (*LSTMModel)(nil)
+	_ Model = (*ConvNetModel)(nil)
+)

@@ -44,9 +44,8 @@ func (c TextConfig) Validate() error {
 
 // TextModel is the client-stacked text Transformer.
 type TextModel struct {
-	Cfg      TextConfig
-	name     string
-	params   *Set
+	Cfg TextConfig
+	base
 	emb, pe  *Param
 	lnW, lnB *Param
 	layers   []textLayer
@@ -63,7 +62,7 @@ func NewTextModel(name string, c TextConfig, k int, dev cuda.Device, dt cuda.DTy
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &TextModel{Cfg: c, name: name, params: newSet(k, dev, dt)}
+	m := &TextModel{Cfg: c, base: base{name, newSet(k, dev, dt)}}
 	ps := m.params
 	inner := c.Heads * c.HeadDim
 	// every matrix is xavier_uniform (the reference's init); vectors keep PyTorch defaults
@@ -99,15 +98,6 @@ func NewTextModel(name string, c TextConfig, k int, dev cuda.Device, dt cuda.DTy
 	}
 	return m, nil
 }
-
-// Name is the preset's name.
-func (m *TextModel) Name() string { return m.name }
-
-// Params are the stacked parameters (and the position table buffer).
-func (m *TextModel) Params() *Set { return m.params }
-
-// Close frees the parameters.
-func (m *TextModel) Close() error { return m.params.Close() }
 
 // MACs counts the forward multiply-accumulates of one sequence of SeqLen characters.
 func (m *TextModel) MACs() int64 {

@@ -93,9 +93,8 @@ func (c ViTConfig) Validate() error {
 
 // ViT is a client-stacked Vision Transformer.
 type ViT struct {
-	Cfg                                                  ViTConfig
-	name                                                 string
-	params                                               *Set
+	Cfg ViTConfig
+	base
 	blocks                                               []vitBlock
 	patchW, patchB, cls, pos, normW, normB, headW, headB *Param
 }
@@ -116,7 +115,7 @@ func NewViT(name string, c ViTConfig, k int, dev cuda.Device, dt cuda.DType, gen
 	if k < 1 {
 		return nil, fmt.Errorf("vit: %d clients", k)
 	}
-	m := &ViT{Cfg: c, name: name, params: newSet(k, dev, dt)}
+	m := &ViT{Cfg: c, base: base{name, newSet(k, dev, dt)}}
 	ps := m.params
 	weight, bias := InitFanIn, InitFanIn
 	if c.TimmInit {
@@ -187,15 +186,6 @@ func (c ViTConfig) tokens() int64 {
 	n := c.Image / c.Patch
 	return n*n + 1
 }
-
-// Name is the model's preset name.
-func (m *ViT) Name() string { return m.name }
-
-// Params are the model's stacked parameters.
-func (m *ViT) Params() *Set { return m.params }
-
-// Close frees the parameters.
-func (m *ViT) Close() error { return m.params.Close() }
 
 // MACs counts one image's forward multiply-accumulates.
 func (m *ViT) MACs() int64 {
