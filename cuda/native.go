@@ -499,4 +499,5 @@ const (
 	opForeachCopy      int32 = C.PFL_OP_FOREACH_COPY_
 	opForeachSqrt      int32 = C.PFL_OP_FOREACH_SQRT
 	opForeachLerp      int32 = C.PFL_OP_FOREACH_LERP_
+	opIndexCopy        int32 = C.PFL_OP_INDEX_COPY_
 )

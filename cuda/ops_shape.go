@@ -318,3 +318,20 @@ func (s *Scope) Repeat(t *Tensor, reps ...int64) *Tensor {
 	s.ints(reps...)
 	return s.run1("repeat", opRepeat, nil)
 }
+
+// IndexCopy writes src's slices into dst in place along dim, outside autograd:
+// dst[index[i]] = src[i] (dim 0). It is how rows of a client-stacked tensor go back to the
+// store of all clients.
+func (s *Scope) IndexCopy(dst *Tensor, dim int, index, src *Tensor) {
+	const op = "index_copy"
+	if !s.indexed(op, dim, []*Tensor{dst, index, src}, index) || !s.checkRank(op, "index", index, 1) ||
+		!s.checkSameDType(op, dst, src) {
+		return
+	}
+	d, _ := normDim(dim, dst.Dim())
+	if src.Dim() != dst.Dim() || src.Size(d) != index.Size(0) {
+		s.failf(op, CodeShape, "source %v does not fit %d indices into %v along dim %d", src.shape, index.Size(0), dst.shape, dim)
+		return
+	}
+	s.run0(op, opIndexCopy, nil)
+}

@@ -286,6 +286,11 @@ func TestShapeOps(t *testing.T) {
 			idx := i64(s, []int64{0, 0, 1, 1, 0, 0}, 3, 2)
 			return s.ScatterAdd(x, 0, idx, f64(s, m23, 3, 2))
 		}, []int64{2, 2}, []float64{6, 8, 3, 4}},
+		{"index-copy", func(s *cuda.Scope) *cuda.Tensor {
+			x := f64(s, []float64{0, 0, 0, 0, 0, 0}, 3, 2)
+			s.IndexCopy(x, 0, i64(s, []int64{2, 0}), f64(s, []float64{1, 2, 3, 4}, 2, 2))
+			return x
+		}, []int64{3, 2}, []float64{3, 4, 0, 0, 1, 2}},
 		{"split", func(s *cuda.Scope) *cuda.Tensor {
 			parts := s.Split(f64(s, m23, 2, 3), 1, 1, 2)
 			return s.Contiguous(parts[1])

@@ -403,6 +403,13 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
       at::_foreach_add_(x, diff, a.d(0));
       return {};
     }
+    case PFL_OP_INDEX_COPY_: {
+      a.name = "index_copy_"; a.need(3, 3, 1, 0);
+      at::NoGradGuard ng;
+      at::Tensor dst = a.t(0);
+      dst.index_copy_(a.i(0), a.t(1), a.t(2));
+      return {};
+    }
   }
   throw ArgError("unknown op code " + std::to_string(op));
 }

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 0
+#define PFL_ABI_MINOR 1
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -227,6 +227,9 @@ enum pfl_op {
   PFL_OP_FOREACH_COPY_ = 107,       /* [dsts..., srcs...] -> 0 */
   PFL_OP_FOREACH_SQRT = 108,        /* xs -> n */
   PFL_OP_FOREACH_LERP_ = 109,       /* [xs..., ys...] / - / [w] -> 0: x += w*(y-x) */
+
+  /* added in ABI 1.1 */
+  PFL_OP_INDEX_COPY_ = 110, /* [dst, index(i64), src] / [dim] -> 0: dst[..., index[i], ...] = src[..., i, ...], no autograd */
 };
 
 /*
