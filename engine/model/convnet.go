@@ -109,6 +109,9 @@ func (m *ConvNetModel) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.
 			return h
 		}
 		bn := m.bn[i]
+		if pass.train() && pass.Mask != nil {
+			return maskedBatchNorm(s, h, pass.w(bn[0]), pass.w(bn[1]), bn[2].T, bn[3].T, pass.Mask)
+		}
 		return batchNorm(s, h, pass.w(bn[0]), pass.w(bn[1]), bn[2].T, bn[3].T, pass.train())
 	}
 	h := x

@@ -1,6 +1,10 @@
 package model
 
-import "pfl/cuda"
+import (
+	"math"
+
+	"pfl/cuda"
+)
 
 // Client-stacked layers. Dimension letters: K clients, B batch, T tokens, D features,
 // C channels, H and W image height and width.
@@ -108,6 +112,58 @@ func batchNorm(s *cuda.Scope, x, w, b, mean, variance *cuda.Tensor, train bool) 
 		return fromGrouped(s, y, k)
 	}
 	return s.Transpose(s.Reshape(y, sh[1], k, sh[2]), 0, 1)
+}
+
+// maskedBatchNorm is training-mode BatchNorm over the real samples of each client only:
+// x [K, B, C, ...], mask [K, B]. Statistics use the masked count; running statistics move
+// (momentum 0.1, unbiased variance, as PyTorch) only for clients with a real sample.
+func maskedBatchNorm(s *cuda.Scope, x, w, b, mean, variance, mask *cuda.Tensor) *cuda.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	const momentum, eps = 0.1, 1e-5
+	sh := x.Shape()
+	k, c := sh[0], sh[2]
+	// reduce over B and the spatial dims: move C last, flatten the rest per client
+	spatial := int64(1)
+	for _, d := range sh[3:] {
+		spatial *= d
+	}
+	mshape := append([]int64{k, sh[1]}, make([]int64, len(sh)-2)...)
+	for i := 2; i < len(mshape); i++ {
+		mshape[i] = 1
+	}
+	m := s.Reshape(s.To(mask, x.DType()), mshape...) // [K, B, 1, ...]
+	dims := []int{1}
+	for i := 3; i < len(sh); i++ {
+		dims = append(dims, i)
+	}
+	n := s.Mul(s.Sum(m, false, 1), cuda.FromSlice(s, x.Device(), []float64{float64(spatial)})) // [K, 1, ...]
+	n = s.To(s.Reshape(n, k), x.DType())                                                       // [K]
+	cshape := append([]int64{k, 1, c}, mshape[3:]...)                                          // [K, 1, C, 1...]
+	nb := s.Reshape(s.Clamp(n, 1, math.Inf(1)), append([]int64{k, 1, 1}, mshape[3:]...)...)
+	mu := s.Div(s.Sum(s.Mul(x, m), true, dims...), nb) // [K, 1, C, 1...]
+	d := s.Sub(x, mu)
+	v := s.Div(s.Sum(s.Mul(s.Mul(d, d), m), true, dims...), nb)
+	y := s.Div(d, s.Sqrt(s.AddScalar(v, eps)))
+	if w != nil {
+		y = s.Mul(y, s.Reshape(w, cshape...))
+	}
+	if b != nil {
+		y = s.Add(y, s.Reshape(b, cshape...))
+	}
+	if mean != nil && variance != nil {
+		grad := s.GradEnabled()
+		s.SetGradEnabled(false)
+		active := s.Reshape(s.To(s.Gt(n, s.Zeros(x.DType(), x.Device())), x.DType()), k, 1) // [K, 1]
+		rate := s.MulScalar(active, momentum)
+		unbiased := s.Div(s.Reshape(v, k, c), s.Reshape(s.Clamp(s.AddScalar(n, -1), 1, math.Inf(1)), k, 1))
+		unbiased = s.Mul(unbiased, s.Reshape(n, k, 1))
+		s.CopyFrom(mean, s.Add(mean, s.Mul(rate, s.Sub(s.Reshape(mu, k, c), mean))))
+		s.CopyFrom(variance, s.Add(variance, s.Mul(rate, s.Sub(unbiased, variance))))
+		s.SetGradEnabled(grad)
+	}
+	return y
 }
 
 // embedding looks up each client's own table: weight [K, V, D], index [K, ...] (int64) ->

@@ -18,6 +18,13 @@ type inputFn func(s *cuda.Scope, g *cuda.Generator, k int64) *cuda.Tensor
 // Σ_k <y_k, R_k> with respect to every parameter row.
 func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, train bool) {
 	t.Helper()
+	checkStacked(t, build, input, train, nil)
+}
+
+// checkStacked is checkStackedEqualsSeparate with an optional per-sample mask [K·B]
+// (K = 3, B = 2) passed to every forward pass.
+func checkStacked(t *testing.T, build builder, input inputFn, train bool, mask []float32) {
+	t.Helper()
 	const k = 3
 	g, _ := cuda.NewGenerator(42, cuda.CPU)
 	defer g.Close()
@@ -45,7 +52,11 @@ func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, trai
 	}
 	s.SetGradEnabled(true)
 	x := input(s, g, k)
-	y := stacked.Forward(s, x, &Pass{Train: train})
+	var m *cuda.Tensor
+	if mask != nil {
+		m = cuda.FromSlice(s, cuda.CPU, mask, k, int64(len(mask))/k)
+	}
+	y := stacked.Forward(s, x, &Pass{Train: train, Mask: m})
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +76,11 @@ func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, trai
 			s.CopyFrom(p.T, s.Narrow(before[i], 0, c, 1))
 		}
 		s.SetGradEnabled(true)
-		yc := single.Forward(s, s.Narrow(x, 0, c, 1), &Pass{Train: train})
+		var mc *cuda.Tensor
+		if m != nil {
+			mc = s.Narrow(m, 0, c, 1)
+		}
+		yc := single.Forward(s, s.Narrow(x, 0, c, 1), &Pass{Train: train, Mask: mc})
 		gc := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(yc, s.Narrow(r, 0, c, 1)), false)}, nil,
 			Tensors(single.Params().Trainable()), cuda.GradOptions{AllowUnused: true})
 		if err := s.Err(); err != nil {
@@ -137,6 +152,13 @@ func smallViT(timm bool) ViTConfig {
 		c.QKVBias, c.ConvStem, c.TimmInit, c.Eps, c.Dropout = true, true, true, 1e-6, 0
 	}
 	return c
+}
+
+func TestMaskedBatchNormStackedEqualsSeparate(t *testing.T) {
+	// client 0: both samples real; client 1: one padded slot; client 2: idle
+	checkStacked(t, func(k int, g *cuda.Generator) (Model, error) {
+		return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
+	}, images(2, 16), true, []float32{1, 1, 1, 0, 0, 0})
 }
 
 func TestStackedEqualsSeparate(t *testing.T) {

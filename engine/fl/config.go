@@ -1,0 +1,72 @@
+package fl
+
+import (
+	"fmt"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+)
+
+// Config is one federated run. Zero values take the documented defaults.
+type Config struct {
+	Rounds   int // communication rounds
+	PerRound int // clients sampled per round (K); FedTP: 10% of 50, 5% of 100
+
+	Epochs      int     // local epochs; default 1
+	Batch       int     // local batch size; default 64
+	LR          float64 // learning rate; default 0.01
+	Momentum    float64 // SGD momentum (FedTP 0.9, FedPerfix 0)
+	WeightDecay float64 // SGD weight decay (FedTP 1e-5)
+	Augment     data.Augment
+
+	EvalEvery int // evaluate every client every EvalEvery rounds; 0: only after the last round
+	EvalChunk int // clients evaluated per stacked pass; default PerRound
+	EvalBatch int // test samples per client per pass; default Batch
+
+	// Sequential trains the sampled clients one at a time with a single-client model
+	// instead of stacked: the reference the stacked path must equal, and the baseline for
+	// speed-ups.
+	Sequential bool
+
+	Seed   uint64
+	Device cuda.Device
+	DType  cuda.DType // the models' dtype; batches are converted to it (zero value: float32)
+}
+
+func (c *Config) defaults() {
+	if c.Epochs == 0 {
+		c.Epochs = 1
+	}
+	if c.Batch == 0 {
+		c.Batch = 64
+	}
+	if c.LR == 0 {
+		c.LR = 0.01
+	}
+	if c.EvalChunk == 0 {
+		c.EvalChunk = c.PerRound
+	}
+	if c.EvalBatch == 0 {
+		c.EvalBatch = c.Batch
+	}
+}
+
+// Validate reports a configuration that cannot run, naming the field and the valid values.
+func (c Config) Validate(trainable int) error {
+	c.defaults()
+	switch {
+	case c.Rounds < 1:
+		return fmt.Errorf("fl: rounds = %d, want >= 1", c.Rounds)
+	case c.PerRound < 1 || c.PerRound > trainable:
+		return fmt.Errorf("fl: %d clients per round, but %d clients can train (participation × clients must be in [1, clients])", c.PerRound, trainable)
+	case c.Epochs < 1 || c.Batch < 1 || c.EvalBatch < 1 || c.EvalChunk < 1:
+		return fmt.Errorf("fl: epochs %d, batch %d, eval batch %d and eval chunk %d must be >= 1", c.Epochs, c.Batch, c.EvalBatch, c.EvalChunk)
+	case !(c.LR > 0):
+		return fmt.Errorf("fl: learning rate %g, want > 0", c.LR)
+	case c.Momentum < 0 || c.Momentum >= 1 || c.WeightDecay < 0:
+		return fmt.Errorf("fl: momentum %g must be in [0, 1) and weight decay %g >= 0", c.Momentum, c.WeightDecay)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("fl: eval every %d rounds", c.EvalEvery)
+	}
+	return nil
+}

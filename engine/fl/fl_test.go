@@ -1,0 +1,253 @@
+package fl
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+func TestWeightsAndWeightedMean(t *testing.T) {
+	w := Weights([]int{1, 3})
+	if w[0] != 0.25 || w[1] != 0.75 {
+		t.Fatalf("weights %v", w)
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	x := cuda.FromSlice(s, cuda.CPU, []float64{1, 2, 5, 10}, 2, 2)
+	got, err := WeightedMean(s, x, cuda.FromSlice(s, cuda.CPU, w)).Float64s()
+	if err != nil || s.Err() != nil || got[0] != 0.25*1+0.75*5 || got[1] != 0.25*2+0.75*10 {
+		t.Fatalf("weighted mean %v, %v %v", got, err, s.Err())
+	}
+}
+
+func TestStrategiesSplitByRole(t *testing.T) {
+	vit, _ := model.NewViT("v", model.TinyViT(10, 2), 1, cuda.CPU, cuda.Float32, nil)
+	cnn, _ := model.NewConvNet("c", model.ConvNet(32, 3, 10, true), 1, cuda.CPU, cuda.Float32, nil)
+	cases := []struct {
+		s     Strategy
+		m     model.Model
+		roles []model.Role // exactly these are personal
+	}{
+		{FedAvg(), vit, nil},
+		{FedProx{Mu: 0.01}, vit, nil},
+		{FedPer(), vit, []model.Role{model.RoleHead}},
+		{VanillaPersonalizedT(), vit, []model.Role{model.RoleAttnQKV}},
+		{VanillaAttention(), vit, []model.Role{model.RoleAttnQKV, model.RoleAttnOut, model.RoleHead}},
+		{FedBN(), vit, []model.Role{model.RoleNorm}},
+		{FedBN(), cnn, []model.Role{model.RoleNorm, model.RoleNormStats}},
+		{Local(), cnn, model.Roles()},
+	}
+	for _, c := range cases {
+		personal := 0
+		for _, p := range c.m.Params().List {
+			want := false
+			for _, r := range c.roles {
+				want = want || p.Role == r
+			}
+			if got := c.s.Personal(p); got != want {
+				t.Errorf("%s: %s personal=%v, want %v", c.s.Name(), p.Name, got, want)
+			}
+			if want {
+				personal++
+			}
+		}
+		if len(c.roles) > 0 && personal == 0 {
+			t.Errorf("%s: no parameter of roles %v in the model", c.s.Name(), c.roles)
+		}
+	}
+}
+
+// tinySplit is synthetic 1×16×16 data for fast engine tests.
+func tinySplit() *data.Split {
+	return &data.Split{Train: data.Synthetic("syn/train", 240, 1, 16, 16, 4, 1), Test: data.Synthetic("syn/test", 80, 1, 16, 16, 4, 2)}
+}
+
+type setup struct {
+	fed         *data.Federated
+	train, test *data.DeviceImages
+}
+
+func newSetup(t *testing.T, sp *data.Split, pc data.PartitionConfig) *setup {
+	t.Helper()
+	fed, err := sp.Partition(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean, std := data.ChannelStats(sp.Train)
+	tr, err := data.Upload(fed.Train, cuda.CPU, mean, std)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te, err := data.Upload(fed.Test, cuda.CPU, mean, std)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close(); te.Close() })
+	return &setup{fed, tr, te}
+}
+
+func convnet(image, ch, classes int64, bn bool) Builder {
+	return convnetAs(image, ch, classes, bn, cuda.Float32)
+}
+
+func convnetAs(image, ch, classes int64, bn bool, dt cuda.DType) Builder {
+	return func(k int, g *cuda.Generator) (model.Model, error) {
+		return model.NewConvNet("cnn", model.ConvNet(image, ch, classes, bn), k, cuda.CPU, dt, g)
+	}
+}
+
+func TestStackedEqualsSequential(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	for _, strat := range []Strategy{FedPer(), FedBN(), FedProx{Mu: 0.1}} {
+		t.Run(strat.Name(), func(t *testing.T) {
+			cfg := Config{Rounds: 2, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3,
+				Augment: data.Augment{Pad: 2, Flip: true}, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
+			runs := map[bool]*Run{}
+			for _, seq := range []bool{false, true} {
+				cfg.Sequential = seq
+				// float64: with BatchNorm over a few real samples, float32 rounding differences
+				// between grouped and plain convolutions grow to 1e-3 within two epochs
+				r, err := New(cfg, strat, st.fed, st.train, st.test, convnetAs(16, 1, 4, true, cuda.Float64))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if _, err := r.Train(); err != nil {
+					t.Fatal(err)
+				}
+				runs[seq] = r
+			}
+			a, b := runs[false], runs[true]
+			for i, p := range a.global.Params().List {
+				compare(t, "global "+p.Name, p.T, b.global.Params().List[i].T)
+				if a.store[i] != nil {
+					compare(t, "store "+p.Name, a.store[i], b.store[i])
+				}
+			}
+			la, lb := a.History[1].TrainLoss, b.History[1].TrainLoss
+			if math.Abs(la-lb) > 1e-6*math.Abs(lb) { // the loss is summed in float32
+				t.Fatalf("round 1 loss stacked %g, sequential %g", la, lb)
+			}
+		})
+	}
+}
+
+func compare(t *testing.T, what string, x, y *cuda.Tensor) {
+	t.Helper()
+	a, err1 := x.Float64s()
+	b, err2 := y.Float64s()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9+1e-9*math.Abs(b[i]) {
+			t.Fatalf("%s[%d]: stacked %.8g, sequential %.8g", what, i, a[i], b[i])
+		}
+	}
+}
+
+func TestRoundLeavesNoHandles(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	r, err := New(Config{Rounds: 3, PerRound: 2, Batch: 16, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedPer(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Round(0); err != nil {
+		t.Fatal(err)
+	}
+	before := cuda.LiveTensors()
+	for round := 1; round < 3; round++ {
+		if _, err := r.Round(round); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := cuda.LiveTensors(); after != before {
+		t.Fatalf("live tensors %d after two more rounds, %d before", after, before)
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1, HoldOut: 0.25})
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Rounds: 0, PerRound: 2}, "rounds"},
+		{Config{Rounds: 1, PerRound: 4}, "3 clients can train"},
+		{Config{Rounds: 1, PerRound: 1, LR: -1}, "learning rate"},
+		{Config{Rounds: 1, PerRound: 1, Momentum: 1}, "momentum"},
+	} {
+		c.cfg.Device = cuda.CPU
+		if _, err := New(c.cfg, FedAvg(), st.fed, st.train, st.test, convnet(16, 1, 4, false)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error mentioning %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// fashion loads a small slice of Fashion-MNIST (skips when it is not installed).
+func fashion(t *testing.T, nTrain, nTest int) *data.Split {
+	if _, err := os.Stat(data.FashionMNISTDir); err != nil {
+		t.Skip("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
+	}
+	sp, err := data.FashionMNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(x *data.Images, n int) *data.Images {
+		y := *x
+		y.N, y.Pixels, y.Labels = n, x.Pixels[:n*x.C*x.H*x.W], x.Labels[:n]
+		return &y
+	}
+	return &data.Split{Train: cut(sp.Train, nTrain), Test: cut(sp.Test, nTest)}
+}
+
+func runFashion(t *testing.T, sp *data.Split, pc data.PartitionConfig, strat Strategy, bn bool) EvalResult {
+	t.Helper()
+	st := newSetup(t, sp, pc)
+	// FedTP's local optimizer: SGD, lr 0.01, momentum 0.9 (lr 0.05 diverged under the
+	// pathological split, and the run stopped with the NaN error as it should)
+	cfg := Config{Rounds: 8, PerRound: 5, Epochs: 2, Batch: 32, LR: 0.01, Momentum: 0.9, Seed: 1, Device: cuda.CPU}
+	r, err := New(cfg, strat, st.fed, st.train, st.test, convnet(28, 1, 10, bn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, err := r.Train()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := *h[len(h)-1].Eval
+	t.Logf("%s: micro accuracy %.3f, per-client mean %.3f ± %.3f, last train loss %.3f", strat.Name(), ev.Micro, ev.Mean, ev.Std, h[len(h)-1].TrainLoss)
+	return ev
+}
+
+func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
+	sp := fashion(t, 3000, 1000)
+	pc := data.PartitionConfig{Method: data.MethodDirichlet, Clients: 10, Alpha: 0.5, Seed: 1}
+	for _, c := range []struct {
+		s  Strategy
+		bn bool
+	}{{FedAvg(), false}, {FedProx{Mu: 0.01}, false}, {Local(), false}, {FedPer(), false}, {FedBN(), true}} {
+		if ev := runFashion(t, sp, pc, c.s, c.bn); ev.Micro < 0.4 { // chance is 0.1
+			t.Errorf("%s: accuracy %.3f, barely above chance", c.s.Name(), ev.Micro)
+		}
+	}
+}
+
+func TestLocalBeatsFedAvgUnderPathologicalSplit(t *testing.T) {
+	// Two classes per client: a local model only has to tell two classes apart, while the
+	// averaged model must serve all ten (the papers' observation about pathological splits).
+	sp := fashion(t, 3000, 1000)
+	pc := data.PartitionConfig{Method: data.MethodPathological, Clients: 10, ClassesPerClient: 2, Seed: 1}
+	local := runFashion(t, sp, pc, Local(), false)
+	avg := runFashion(t, sp, pc, FedAvg(), false)
+	if local.Micro <= avg.Micro+0.05 {
+		t.Fatalf("local %.3f does not beat fedavg %.3f", local.Micro, avg.Micro)
+	}
+}

@@ -1,0 +1,326 @@
+package fl
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+	"pfl/engine/rng"
+)
+
+// Builder makes a model for k clients, drawing its initial weights from gen.
+type Builder func(k int, gen *cuda.Generator) (model.Model, error)
+
+// Run is a federated training run in progress. It owns its models and the client store.
+type Run struct {
+	cfg         Config
+	strat       Strategy
+	fed         *data.Federated
+	train, test *data.DeviceImages
+	trainable   []int // clients that may be sampled (all but the novel ones)
+
+	global   model.Model    // one row: the shared values, and every personal parameter's initial value
+	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
+	personal []bool
+	stacked  model.Model // K = PerRound
+	evalM    model.Model // K = EvalChunk
+	single   model.Model // K = 1, for Sequential
+
+	// History is every finished round's metrics.
+	History []RoundMetrics
+}
+
+// RoundMetrics is what one round measured.
+type RoundMetrics struct {
+	Round     int
+	Clients   []int   // sampled
+	TrainLoss float64 // mean of the clients' per-step mean losses
+	Samples   int     // training samples processed
+	Eval      *EvalResult
+	Time      Timing
+}
+
+// Timing splits a round's wall time.
+type Timing struct {
+	Data, Train, Aggregate, Eval time.Duration
+}
+
+// New prepares a run: the initial global model, the store of personal parameters (every
+// client starts from the same initial values) and the stacked models.
+func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.DeviceImages, build Builder) (*Run, error) {
+	cfg.defaults()
+	n := len(fed.Part.Train)
+	r := &Run{cfg: cfg, strat: strat, fed: fed, train: train, test: test}
+	for c := 0; c < n; c++ {
+		if !slices.Contains(fed.Part.Novel, c) {
+			r.trainable = append(r.trainable, c)
+		}
+	}
+	if err := cfg.Validate(len(r.trainable)); err != nil {
+		return nil, err
+	}
+	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: cfg.Seed, Purpose: "init", Round: -1, Client: -1}), cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
+	for i, k := range []int{1, cfg.PerRound, cfg.EvalChunk} {
+		if *models[i], err = build(k, g); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if cfg.Sequential {
+		if r.single, err = build(1, g); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	for _, p := range r.global.Params().List {
+		personal := strat.Personal(p)
+		r.personal = append(r.personal, personal)
+		var rows *cuda.Tensor
+		if personal {
+			rows = s.Contiguous(s.Expand(p.T, append([]int64{int64(n)}, p.Shape...)...))
+			s.Keep(rows)
+		}
+		r.store = append(r.store, rows)
+	}
+	if err := s.Err(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close frees the models and the store.
+func (r *Run) Close() error {
+	for _, m := range []model.Model{r.global, r.stacked, r.evalM, r.single} {
+		if m != nil {
+			m.Close()
+		}
+	}
+	for _, t := range r.store {
+		t.Close()
+	}
+	return nil
+}
+
+// sample draws the round's clients from the round's own stream, sorted.
+func (r *Run) sample(round int) []int {
+	g := rng.New(rng.Key{Seed: r.cfg.Seed, Purpose: "sample", Round: round, Client: -1})
+	perm := g.Perm(len(r.trainable))[:r.cfg.PerRound]
+	ids := make([]int, len(perm))
+	for i, j := range perm {
+		ids[i] = r.trainable[j]
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func ids64(ids []int) []int64 {
+	out := make([]int64, len(ids))
+	for i, c := range ids {
+		out[i] = int64(c)
+	}
+	return out
+}
+
+// load writes the clients' personal rows and the global shared values into m's rows.
+func (r *Run) load(s *cuda.Scope, m model.Model, ids []int) {
+	grad := s.GradEnabled()
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(grad)
+	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
+	global := r.global.Params().List
+	for i, p := range m.Params().List {
+		if r.personal[i] {
+			s.CopyFrom(p.T, s.IndexSelect(r.store[i], 0, idx))
+		} else {
+			s.CopyFrom(p.T, global[i].T)
+		}
+	}
+}
+
+// Round runs round number round (0-based): sample, train, aggregate, and evaluate when due.
+func (r *Run) Round(round int) (RoundMetrics, error) {
+	met := RoundMetrics{Round: round, Clients: r.sample(round)}
+	s := cuda.NewScope()
+	defer s.Close()
+	t0 := time.Now()
+	var sum, count float64
+	if r.cfg.Sequential {
+		for i, c := range met.Clients {
+			l, n, err := r.localTrain(s, r.single, []int{c}, round, &met)
+			if err != nil {
+				return met, err
+			}
+			sum, count = sum+l, count+n
+			s.SetGradEnabled(false)
+			row := cuda.FromSlice(s, r.cfg.Device, []int64{int64(i)})
+			for j, p := range r.stacked.Params().List {
+				s.IndexCopy(p.T, 0, row, r.single.Params().List[j].T)
+			}
+			s.SetGradEnabled(true)
+		}
+	} else {
+		l, n, err := r.localTrain(s, r.stacked, met.Clients, round, &met)
+		if err != nil {
+			return met, err
+		}
+		sum, count = l, n
+	}
+	met.TrainLoss = sum / math.Max(count, 1)
+	if math.IsNaN(met.TrainLoss) || math.IsInf(met.TrainLoss, 0) {
+		return met, fmt.Errorf("fl: round %d: training loss is %g (clients %v)", round, met.TrainLoss, met.Clients)
+	}
+	if err := cuda.Synchronize(r.cfg.Device); err != nil {
+		return met, err
+	}
+	met.Time.Train = time.Since(t0) - met.Time.Data
+
+	t1 := time.Now()
+	if err := r.aggregate(s, met.Clients); err != nil {
+		return met, err
+	}
+	met.Time.Aggregate = time.Since(t1)
+
+	last := round == r.cfg.Rounds-1
+	if last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0) {
+		t2 := time.Now()
+		ev, err := r.Evaluate()
+		if err != nil {
+			return met, err
+		}
+		met.Eval = &ev
+		met.Time.Eval = time.Since(t2)
+	}
+	r.History = append(r.History, met)
+	return met, nil
+}
+
+// aggregate averages the shared parameters over the round's clients (weights m_k/M) into
+// the global model and writes the personal rows back to the store.
+func (r *Run) aggregate(s *cuda.Scope, ids []int) error {
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(true)
+	sizes := make([]int, len(ids))
+	for i, c := range ids {
+		sizes[i] = len(r.fed.Part.Train[c])
+	}
+	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes))
+	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
+	global := r.global.Params().List
+	for i, p := range r.stacked.Params().List {
+		if r.personal[i] {
+			s.IndexCopy(r.store[i], 0, idx, p.T)
+		} else {
+			s.CopyFrom(global[i].T, WeightedMean(s, p.T, w))
+		}
+	}
+	return s.Err()
+}
+
+// localTrain runs the clients' local epochs on m (their rows already loaded) and returns
+// the sum of their per-step mean losses and how many (client, step) pairs it holds.
+func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met *RoundMetrics) (float64, float64, error) {
+	r.load(s, m, ids)
+	td := time.Now()
+	parts := make([][]int, len(ids))
+	var noise []float64
+	for i, c := range ids {
+		parts[i] = r.fed.Part.Train[c]
+		if r.fed.Part.Noise != nil {
+			noise = append(noise, r.fed.Part.Noise[c])
+		}
+	}
+	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: r.cfg.Epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round})
+	if err != nil {
+		return 0, 0, err
+	}
+	dp, err := plan.Upload(r.cfg.Device, r.cfg.Augment, noise, r.cfg.Seed, round)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer dp.Close()
+	k := len(ids)
+	active := make([]float32, plan.Steps*k)
+	var pairs float64
+	for step := 0; step < plan.Steps; step++ {
+		for i := 0; i < k; i++ {
+			if step < plan.ClientSteps[i] {
+				active[step*k+i] = 1
+				pairs++
+			}
+		}
+	}
+	for i := range ids {
+		met.Samples += len(parts[i]) * r.cfg.Epochs
+	}
+	act := cuda.FromSlice(s, r.cfg.Device, active, int64(plan.Steps), int64(k))
+	met.Time.Data += time.Since(td)
+
+	params := model.Tensors(m.Params().Trainable())
+	var globalVals []*cuda.Tensor
+	reg, _ := r.strat.(Regularizer)
+	if reg != nil {
+		globalVals = model.Tensors(r.global.Params().Trainable())
+	}
+	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
+	defer opt.close()
+	gen, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "dropout", Round: round, Client: ids[0]}), r.cfg.Device)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer gen.Close()
+	lossSum := s.Zeros(cuda.Float32, r.cfg.Device)
+	st := cuda.NewScope()
+	defer st.Close()
+	for step := 0; step < plan.Steps; step++ {
+		st.Reset()
+		b := r.train.Batch(st, dp, step)
+		logits := m.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gen: gen, Mask: b.Mask})
+		perClient := maskedMean(st, logits, b.Y, b.Mask)
+		loss := st.Sum(perClient, false)
+		if reg != nil {
+			loss = st.Add(loss, reg.Penalty(st, params, globalVals))
+		}
+		grads := st.Grad([]*cuda.Tensor{loss}, nil, params, cuda.GradOptions{AllowUnused: true})
+		for i, g := range grads {
+			if g == nil { // a parameter the loss does not reach this pass
+				grads[i] = st.Zeros(params[i].DType(), params[i].Device(), params[i].Shape()...)
+			}
+		}
+		opt.step(st, params, grads, st.Select(act, 0, int64(step)))
+		st.SetGradEnabled(false)
+		s.CopyFrom(lossSum, st.Add(lossSum, st.To(st.Sum(perClient, false), cuda.Float32)))
+		st.SetGradEnabled(true)
+		if err := st.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
+		}
+		if err := s.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
+		}
+	}
+	v, err := lossSum.Item() // one host sync per round
+	return v, pairs, err
+}
+
+// maskedMean is each client's mean cross-entropy over its real samples: logits [K, B, C],
+// labels and mask [K, B] -> [K]; an idle client (no real sample) gives 0.
+func maskedMean(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
+	k, b, c := logits.Size(0), logits.Size(1), logits.Size(-1)
+	per := s.Reshape(s.CrossEntropy(s.Reshape(logits, k*b, c), s.Reshape(y, k*b), nil, cuda.ReduceNone, 0), k, b)
+	m := s.To(mask, per.DType())
+	n := s.Clamp(s.Sum(m, false, 1), 1, math.Inf(1))
+	return s.Div(s.Sum(s.Mul(per, m), false, 1), n)
+}
