@@ -7,8 +7,7 @@
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
 //	pfl models            list the models with parameters by role and FLOPs per sample
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
-//
-// The federated experiments (pfl train, eval, plot, bench) arrive with the engine.
+//	pfl train [-c cfg]    run a federated experiment (default: the Fashion-MNIST quick start)
 package main
 
 import (
@@ -29,6 +28,7 @@ var commands = []command{
 	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
+	{"train", "run a federated experiment from a config (default: the Fashion-MNIST quick start)", trainCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 }
 

@@ -1,0 +1,69 @@
+package experiment
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"pfl/engine/fl"
+)
+
+// plots writes the convergence curves (accuracy and loss vs round) and the final
+// per-client accuracies, each as PNG and SVG.
+func plots(dir, name string, h []fl.RoundMetrics) error {
+	var acc, mean, loss plotter.XYs
+	var last *fl.EvalResult
+	for _, m := range h {
+		loss = append(loss, plotter.XY{X: float64(m.Round + 1), Y: m.TrainLoss})
+		if m.Eval != nil {
+			acc = append(acc, plotter.XY{X: float64(m.Round + 1), Y: m.Eval.Micro})
+			mean = append(mean, plotter.XY{X: float64(m.Round + 1), Y: m.Eval.Mean})
+			last = m.Eval
+		}
+	}
+	if err := save(dir, "accuracy", name+": test accuracy", "round", "accuracy", "accuracy (all samples)", acc, "mean over clients", mean); err != nil {
+		return err
+	}
+	if err := save(dir, "loss", name+": training loss", "round", "loss", "mean client loss", loss); err != nil {
+		return err
+	}
+	if last == nil {
+		return nil
+	}
+	sorted := slices.Clone(last.Accuracy)
+	slices.Sort(sorted)
+	var per plotter.XYs
+	for i, a := range sorted {
+		per = append(per, plotter.XY{X: float64(i), Y: a})
+	}
+	return save(dir, "clients", name+": final accuracy per client (sorted)", "client (sorted)", "accuracy", "client", per)
+}
+
+// save draws named lines (label, points, label, points, ...) into dir/base.{png,svg}.
+func save(dir, base, title, x, y string, lines ...any) error {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	var args []any
+	for i := 0; i+1 < len(lines); i += 2 {
+		if pts := lines[i+1].(plotter.XYs); len(pts) > 0 {
+			args = append(args, lines[i], pts)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return fmt.Errorf("plot %s: %w", base, err)
+	}
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
+			return fmt.Errorf("plot %s: %w", base, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/model"
+)
+
+// Summary holds the numbers of both papers' evaluation protocols.
+type Summary struct {
+	Name   string `json:"name"`
+	Rounds int    `json:"rounds"`
+	// FedPerfix's protocol: the last evaluation's per-client accuracies.
+	FinalMicro float64 `json:"final_micro"` // Σ correct / Σ samples
+	FinalMean  float64 `json:"final_mean"`
+	FinalStd   float64 `json:"final_std"`
+	P10        float64 `json:"p10"`
+	P50        float64 `json:"p50"`
+	P90        float64 `json:"p90"`
+	Worst10    float64 `json:"worst10"` // mean accuracy of the worst 10% of clients
+	// FedTP's protocol: micro accuracy averaged over the evaluations of the last 200
+	// rounds (every evaluation when the run is shorter).
+	TailMean  float64 `json:"tail_mean"`
+	TailStd   float64 `json:"tail_std"`
+	TailEvals int     `json:"tail_evals"`
+
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	WallSeconds   float64 `json:"wall_seconds"`
+}
+
+// Result is a finished experiment.
+type Result struct {
+	Dir     string
+	History []fl.RoundMetrics
+	Summary Summary
+}
+
+// Run runs the experiment and writes its run directory under cfg.Out. Progress lines go
+// to progress (nil: none).
+func Run(cfg Config, progress io.Writer) (*Result, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	dev, _ := cuda.ParseDevice(cfg.Device)
+	sp, err := data.Open(cfg.Data.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	fed, err := sp.Partition(cfg.partitionConfig())
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return nil, err
+	}
+	if err := fed.WriteManifest(dir); err != nil {
+		return nil, err
+	}
+	build, err := builder(cfg.Model, sp.Train, dev)
+	if err != nil {
+		return nil, err
+	}
+	mean, std := data.ChannelStats(sp.Train)
+	train, err := data.Upload(fed.Train, dev, mean, std)
+	if err != nil {
+		return nil, err
+	}
+	defer train.Close()
+	test := train
+	if fed.Test != fed.Train {
+		if test, err = data.Upload(fed.Test, dev, mean, std); err != nil {
+			return nil, err
+		}
+		defer test.Close()
+	}
+	t := cfg.Train
+	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(cfg.Data.Clients)), Epochs: t.Epochs,
+		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
+		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev}
+	if cfg.Data.Augment {
+		fc.Augment = data.Augment{Pad: 4, Flip: true}
+	}
+	run, err := fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, train, test, build)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+
+	metrics, err := os.Create(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer metrics.Close()
+	enc := json.NewEncoder(metrics)
+	start := time.Now()
+	samples := 0
+	for round := 0; round < t.Rounds; round++ {
+		m, err := run.Round(round)
+		if err != nil {
+			return nil, err
+		}
+		samples += m.Samples
+		line := roundLine(m)
+		if err := enc.Encode(line); err != nil {
+			return nil, err
+		}
+		acc := ""
+		if m.Eval != nil {
+			acc = fmt.Sprintf(" accuracy %.4f (clients %.4f ± %.4f)", m.Eval.Micro, m.Eval.Mean, m.Eval.Std)
+		}
+		elapsed := time.Since(start)
+		eta := time.Duration(float64(elapsed) / float64(round+1) * float64(t.Rounds-round-1))
+		fmt.Fprintf(progress, "round %d/%d loss %.4f%s  %.0f samples/s  eta %v\n", round+1, t.Rounds, m.TrainLoss, acc,
+			float64(samples)/elapsed.Seconds(), eta.Round(time.Second))
+	}
+	res := &Result{Dir: dir, History: run.History}
+	res.Summary = summarize(cfg.Name, run.History)
+	res.Summary.WallSeconds = time.Since(start).Seconds()
+	res.Summary.SamplesPerSec = float64(samples) / res.Summary.WallSeconds
+	if err := writeJSON(filepath.Join(dir, "summary.json"), res.Summary); err != nil {
+		return nil, err
+	}
+	if err := plots(dir, cfg.Name, run.History); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// metricsLine is one line of metrics.jsonl.
+type metricsLine struct {
+	Round     int       `json:"round"`
+	Clients   []int     `json:"clients"`
+	TrainLoss float64   `json:"train_loss"`
+	Samples   int       `json:"samples"`
+	Micro     *float64  `json:"accuracy,omitempty"`
+	Mean      *float64  `json:"client_mean,omitempty"`
+	Std       *float64  `json:"client_std,omitempty"`
+	PerClient []float64 `json:"per_client,omitempty"`
+	DataS     float64   `json:"time_data_s"`
+	TrainS    float64   `json:"time_train_s"`
+	AggS      float64   `json:"time_aggregate_s"`
+	EvalS     float64   `json:"time_eval_s"`
+}
+
+func roundLine(m fl.RoundMetrics) metricsLine {
+	l := metricsLine{Round: m.Round, Clients: m.Clients, TrainLoss: m.TrainLoss, Samples: m.Samples,
+		DataS: m.Time.Data.Seconds(), TrainS: m.Time.Train.Seconds(), AggS: m.Time.Aggregate.Seconds(), EvalS: m.Time.Eval.Seconds()}
+	if m.Eval != nil {
+		l.Micro, l.Mean, l.Std, l.PerClient = &m.Eval.Micro, &m.Eval.Mean, &m.Eval.Std, m.Eval.Accuracy
+	}
+	return l
+}
+
+func summarize(name string, h []fl.RoundMetrics) Summary {
+	s := Summary{Name: name, Rounds: len(h)}
+	var last *fl.EvalResult
+	var tail []float64
+	for _, m := range h {
+		if m.Eval == nil {
+			continue
+		}
+		last = m.Eval
+		if m.Round >= len(h)-200 {
+			tail = append(tail, m.Eval.Micro)
+		}
+	}
+	if last == nil {
+		return s
+	}
+	s.FinalMicro, s.FinalMean, s.FinalStd = last.Micro, last.Mean, last.Std
+	acc := slices.Clone(last.Accuracy)
+	slices.Sort(acc)
+	q := func(p float64) float64 { return acc[min(int(p*float64(len(acc))), len(acc)-1)] }
+	s.P10, s.P50, s.P90 = q(0.1), q(0.5), q(0.9)
+	worst := max(len(acc)/10, 1)
+	for _, a := range acc[:worst] {
+		s.Worst10 += a / float64(worst)
+	}
+	for _, a := range tail {
+		s.TailMean += a / float64(len(tail))
+	}
+	for _, a := range tail {
+		s.TailStd += (a - s.TailMean) * (a - s.TailMean) / float64(len(tail))
+	}
+	s.TailStd = math.Sqrt(s.TailStd)
+	s.TailEvals = len(tail)
+	return s
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// builder adapts a preset to the dataset's image geometry where the model family allows
+// (the CIFAR-sized models take any square image whose side the patch divides).
+func builder(mc ModelConfig, x *data.Images, dev cuda.Device) (fl.Builder, error) {
+	if x.H != x.W {
+		return nil, fmt.Errorf("model: images are %d×%d; the models take square images", x.H, x.W)
+	}
+	side, ch, classes := int64(x.H), int64(x.C), int64(x.Classes)
+	dt := cuda.Float32
+	switch mc.Preset {
+	case "convnet", "convnet-bn":
+		bn := mc.Preset == "convnet-bn"
+		return func(k int, g *cuda.Generator) (model.Model, error) {
+			return model.NewConvNet(mc.Preset, model.ConvNet(side, ch, classes, bn), k, dev, dt, g)
+		}, nil
+	case "tiny-vit", "tiny-vit-d8":
+		depth := int64(6)
+		if mc.Preset == "tiny-vit-d8" {
+			depth = 8
+		}
+		if mc.Depth > 0 {
+			depth = mc.Depth
+		}
+		c := model.TinyViT(classes, depth)
+		c.Image, c.Channels = side, ch
+		return func(k int, g *cuda.Generator) (model.Model, error) { return model.NewViT(mc.Preset, c, k, dev, dt, g) }, nil
+	case "focalnet-cifar":
+		c := model.FocalNetCIFAR(classes)
+		c.Image, c.Channels = side, ch
+		return func(k int, g *cuda.Generator) (model.Model, error) {
+			return model.NewFocalNet(mc.Preset, c, k, dev, dt, g)
+		}, nil
+	}
+	p, err := model.Lookup(mc.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return func(k int, g *cuda.Generator) (model.Model, error) { return p.Build(classes, k, dev, dt, g) }, nil
+}
