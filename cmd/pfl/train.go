@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
@@ -70,16 +73,31 @@ func trainCmd(args []string, out io.Writer) error {
 	path := fs.String("c", "", "experiment config (YAML); empty: the built-in quick start ("+configs.QuickStart+")")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable)")
+	resume := fs.String("resume", "", "continue the run in this run directory from its last checkpoint")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*path, sets)
-	if err != nil {
-		return err
-	}
-	res, err := experiment.Run(cfg, out)
-	if err != nil {
-		return err
+	// SIGINT/SIGTERM finish the round in progress, save a checkpoint and stop.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var res *experiment.Result
+	if *resume != "" {
+		if *path != "" || len(sets) > 0 {
+			return fmt.Errorf("--resume continues a run with its own config; drop -c and --set")
+		}
+		r, err := experiment.Resume(ctx, *resume, out)
+		if err != nil {
+			return err
+		}
+		res = r
+	} else {
+		cfg, err := loadConfig(*path, sets)
+		if err != nil {
+			return err
+		}
+		if res, err = experiment.Run(ctx, cfg, out); err != nil {
+			return err
+		}
 	}
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)

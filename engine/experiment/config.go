@@ -65,6 +65,9 @@ type TrainConfig struct {
 	WeightDecay   float64 `mapstructure:"weight_decay"`  // default 0
 	EvalEvery     int     `mapstructure:"eval_every"`    // rounds between evaluations; default 5
 	Sequential    bool    `mapstructure:"sequential"`    // train sampled clients one at a time (reference path)
+	// CheckpointEvery saves the run every so many rounds (and on SIGINT/SIGTERM, and before
+	// stopping on a NaN loss); default 10.
+	CheckpointEvery int `mapstructure:"checkpoint_every"`
 }
 
 // Defaults fills zero fields with their documented defaults.
@@ -117,6 +120,9 @@ func (c *Config) Defaults() {
 	}
 	if t.EvalEvery == 0 {
 		t.EvalEvery = 5
+	}
+	if t.CheckpointEvery == 0 {
+		t.CheckpointEvery = 10
 	}
 	set(&c.Name, c.Algorithm.Name+"-"+c.Model.Preset)
 }

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ func TestRunWritesTheRunDirectory(t *testing.T) {
 		Data:      DataConfig{Dataset: "synthetic:600", Clients: 6, Partition: "dirichlet", Alpha: 1},
 		Algorithm: AlgorithmConfig{Name: "fedper"},
 		Train:     TrainConfig{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}}
-	res, err := Run(cfg, nil)
+	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"pfl/engine/data"
 	"pfl/engine/fl"
 	"pfl/engine/model"
+	"pfl/engine/safetensors"
 )
 
 // Summary holds the numbers of both papers' evaluation protocols.
@@ -46,9 +48,33 @@ type Result struct {
 }
 
 // Run runs the experiment and writes its run directory under cfg.Out. Progress lines go
-// to progress (nil: none).
-func Run(cfg Config, progress io.Writer) (*Result, error) {
+// to progress (nil: none). When ctx is cancelled (SIGINT, SIGTERM) the run saves a
+// checkpoint after the round in progress and stops; Resume continues it.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	cfg.Defaults()
+	return run(ctx, cfg, false, progress)
+}
+
+// Resume continues the run in dir from its last checkpoint, with the config it was
+// started with. On the CPU the resumed run's metrics equal those of an uninterrupted run.
+func Resume(ctx context.Context, dir string, progress io.Writer) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
+	return run(ctx, cfg, true, progress)
+}
+
+// checkpointFile holds the state tensors; its metadata holds the history as JSON, so the
+// two can never disagree (one atomic rename).
+const checkpointFile = "checkpoint.safetensors"
+
+func run(ctx context.Context, cfg Config, resume bool, progress io.Writer) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,11 +94,13 @@ func Run(cfg Config, progress io.Writer) (*Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
-		return nil, err
-	}
-	if err := fed.WriteManifest(dir); err != nil {
-		return nil, err
+	if !resume {
+		if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+			return nil, err
+		}
+		if err := fed.WriteManifest(dir); err != nil {
+			return nil, err
+		}
 	}
 	build, err := builder(cfg.Model, sp.Train, dev)
 	if err != nil {
@@ -103,23 +131,39 @@ func Run(cfg Config, progress io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer run.Close()
-
+	if resume {
+		if err := restore(dir, run); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "resumed %s after round %d\n", dir, len(run.History))
+	}
+	// metrics.jsonl is rewritten from the history, so lines of rounds after the
+	// checkpoint (a run killed mid-way) disappear.
 	metrics, err := os.Create(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		return nil, err
 	}
 	defer metrics.Close()
 	enc := json.NewEncoder(metrics)
-	start := time.Now()
-	samples := 0
-	for round := 0; round < t.Rounds; round++ {
-		m, err := run.Round(round)
-		if err != nil {
+	for _, m := range run.History {
+		if err := enc.Encode(roundLine(m)); err != nil {
 			return nil, err
 		}
+	}
+	start := time.Now()
+	samples := 0
+	first := len(run.History)
+	for round := first; round < t.Rounds; round++ {
+		m, err := run.Round(round)
+		if err != nil {
+			// the failed round changed neither the global model nor the store
+			if cerr := checkpoint(dir, run); cerr != nil {
+				return nil, fmt.Errorf("%w (and saving the last good checkpoint failed: %v)", err, cerr)
+			}
+			return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
+		}
 		samples += m.Samples
-		line := roundLine(m)
-		if err := enc.Encode(line); err != nil {
+		if err := enc.Encode(roundLine(m)); err != nil {
 			return nil, err
 		}
 		acc := ""
@@ -127,9 +171,19 @@ func Run(cfg Config, progress io.Writer) (*Result, error) {
 			acc = fmt.Sprintf(" accuracy %.4f (clients %.4f ± %.4f)", m.Eval.Micro, m.Eval.Mean, m.Eval.Std)
 		}
 		elapsed := time.Since(start)
-		eta := time.Duration(float64(elapsed) / float64(round+1) * float64(t.Rounds-round-1))
+		eta := time.Duration(float64(elapsed) / float64(round+1-first) * float64(t.Rounds-round-1))
 		fmt.Fprintf(progress, "round %d/%d loss %.4f%s  %.0f samples/s  eta %v\n", round+1, t.Rounds, m.TrainLoss, acc,
 			float64(samples)/elapsed.Seconds(), eta.Round(time.Second))
+		stop := ctx.Err() != nil
+		if (round+1)%t.CheckpointEvery == 0 || round+1 == t.Rounds || stop {
+			if err := checkpoint(dir, run); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(progress, "checkpoint round %d\n", round+1)
+		}
+		if stop {
+			return nil, fmt.Errorf("interrupted after round %d; continue with: pfl train --resume %s", round+1, dir)
+		}
 	}
 	res := &Result{Dir: dir, History: run.History}
 	res.Summary = summarize(cfg.Name, run.History)
@@ -142,6 +196,32 @@ func Run(cfg Config, progress io.Writer) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// checkpoint writes the run's state and history atomically.
+func checkpoint(dir string, run *fl.Run) error {
+	state, err := run.State()
+	if err != nil {
+		return err
+	}
+	h, err := json.Marshal(run.History)
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{"format": "pfl-checkpoint", "rounds": fmt.Sprint(len(run.History)), "history": string(h)}
+	return safetensors.WriteFile(filepath.Join(dir, checkpointFile), state, meta)
+}
+
+func restore(dir string, run *fl.Run) error {
+	f, err := safetensors.ReadFile(filepath.Join(dir, checkpointFile))
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	var history []fl.RoundMetrics
+	if err := json.Unmarshal([]byte(f.Metadata["history"]), &history); err != nil {
+		return fmt.Errorf("resume: %s: bad history: %w", filepath.Join(dir, checkpointFile), err)
+	}
+	return run.Restore(f, history)
 }
 
 // metricsLine is one line of metrics.jsonl.

@@ -1,0 +1,83 @@
+package fl
+
+import (
+	"fmt"
+	"slices"
+
+	"pfl/cuda"
+	"pfl/engine/safetensors"
+)
+
+// State is what a checkpoint holds besides the history: every tensor of the run's state by
+// name — "global/<param>" (one row) and "store/<param>" (all N clients' personal rows).
+// Random generators need no saving: every stream derives from (seed, purpose, round,
+// client), and the optimizer's buffers live for one round only.
+func (r *Run) State() ([]safetensors.Tensor, error) {
+	var out []safetensors.Tensor
+	add := func(name string, t *cuda.Tensor) error {
+		var st safetensors.Tensor
+		var err error
+		if t.DType() == cuda.Float64 {
+			v, e := t.Float64s()
+			if e != nil {
+				return e
+			}
+			st, err = safetensors.FromFloat64(name, t.Shape(), v)
+		} else {
+			v, e := t.Float32s()
+			if e != nil {
+				return e
+			}
+			st, err = safetensors.FromFloat32(name, t.Shape(), v)
+		}
+		out = append(out, st)
+		return err
+	}
+	for i, p := range r.global.Params().List {
+		if err := add("global/"+p.Name, p.T); err != nil {
+			return nil, err
+		}
+		if r.store[i] != nil {
+			if err := add("store/"+p.Name, r.store[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// Restore loads a State written by a run of the same configuration and sets the history,
+// so that the next Round continues after the last one in history.
+func (r *Run) Restore(f *safetensors.File, history []RoundMetrics) error {
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	load := func(name string, dst *cuda.Tensor) error {
+		t, ok := f.Get(name)
+		if !ok {
+			return fmt.Errorf("fl: checkpoint lacks %s", name)
+		}
+		if !slices.Equal(t.Shape, dst.Shape()) {
+			return fmt.Errorf("fl: checkpoint %s has shape %v, the run %v: was the config changed?", name, t.Shape, dst.Shape())
+		}
+		v, err := t.Float64s()
+		if err != nil {
+			return err
+		}
+		s.CopyFrom(dst, cuda.FromSlice(s, dst.Device(), v, t.Shape...))
+		s.Reset()
+		return nil
+	}
+	for i, p := range r.global.Params().List {
+		if err := load("global/"+p.Name, p.T); err != nil {
+			return err
+		}
+		if r.store[i] != nil {
+			if err := load("store/"+p.Name, r.store[i]); err != nil {
+				return err
+			}
+		}
+	}
+	r.History = append([]RoundMetrics(nil), history...)
+	return s.Err()
+}
