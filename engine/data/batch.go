@@ -100,6 +100,7 @@ type PlanConfig struct {
 	Augment       Augment
 	Seed          uint64
 	Round         int
+	Phase         int // phases of one round (FedRep's head and body) draw their own streams
 }
 
 // NewPlan plans a round for the clients (ids) with the given sample lists.
@@ -122,8 +123,12 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 	p.Index, p.Mask = make([]int64, size), make([]float32, size)
 	p.DY, p.DX, p.Flip = make([]int64, size), make([]int64, size), make([]bool, size)
 	for i, part := range parts {
-		order := rng.New(rng.Key{Seed: c.Seed, Purpose: "batch", Round: c.Round, Client: ids[i]})
-		aug := rng.New(rng.Key{Seed: c.Seed, Purpose: "augment", Round: c.Round, Client: ids[i]})
+		suffix := ""
+		if c.Phase > 0 {
+			suffix = fmt.Sprintf("/phase%d", c.Phase)
+		}
+		order := rng.New(rng.Key{Seed: c.Seed, Purpose: "batch" + suffix, Round: c.Round, Client: ids[i]})
+		aug := rng.New(rng.Key{Seed: c.Seed, Purpose: "augment" + suffix, Round: c.Round, Client: ids[i]})
 		perEpoch := (len(part) + c.Batch - 1) / c.Batch
 		var epoch []int
 		for step := 0; step < p.Steps; step++ {

@@ -50,7 +50,7 @@ type ModelConfig struct {
 
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
-	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedbn, vanilla-t, vanilla-attn; default fedavg
+	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn; default fedavg
 	Mu   float64 `mapstructure:"mu"`   // FedProx's proximal weight; default 0.01
 }
 
@@ -134,6 +134,8 @@ var Strategies = map[string]func(c AlgorithmConfig) fl.Strategy{
 	"local":        func(AlgorithmConfig) fl.Strategy { return fl.Local() },
 	"fedper":       func(AlgorithmConfig) fl.Strategy { return fl.FedPer() },
 	"fedbn":        func(AlgorithmConfig) fl.Strategy { return fl.FedBN() },
+	"fedrep":       func(AlgorithmConfig) fl.Strategy { return fl.FedRep{} },
+	"fedbabu":      func(AlgorithmConfig) fl.Strategy { return fl.FedBABU{FineTuneSteps: 1} },
 	"vanilla-t":    func(AlgorithmConfig) fl.Strategy { return fl.VanillaPersonalizedT() },
 	"vanilla-attn": func(AlgorithmConfig) fl.Strategy { return fl.VanillaAttention() },
 }

@@ -62,6 +62,13 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	r.load(s, r.evalM, ids)
+	if ft, ok := r.strat.(FineTuner); ok {
+		// fine-tune on the clients' own training data; evalM's rows are reloaded before
+		// the next use, so nothing of it is kept
+		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
+			return nil, nil, err
+		}
+	}
 	parts := make([][]int, len(ids))
 	var noise []float64
 	for i, c := range ids {

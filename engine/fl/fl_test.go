@@ -41,6 +41,8 @@ func TestStrategiesSplitByRole(t *testing.T) {
 		{FedBN(), vit, []model.Role{model.RoleNorm}},
 		{FedBN(), cnn, []model.Role{model.RoleNorm, model.RoleNormStats}},
 		{Local(), cnn, model.Roles()},
+		{FedRep{}, vit, []model.Role{model.RoleHead}},
+		{FedBABU{}, vit, []model.Role{model.RoleHead}},
 	}
 	for _, c := range cases {
 		personal := 0
@@ -233,7 +235,8 @@ func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
 	for _, c := range []struct {
 		s  Strategy
 		bn bool
-	}{{FedAvg(), false}, {FedProx{Mu: 0.01}, false}, {Local(), false}, {FedPer(), false}, {FedBN(), true}} {
+	}{{FedAvg(), false}, {FedProx{Mu: 0.01}, false}, {Local(), false}, {FedPer(), false}, {FedBN(), true},
+		{FedRep{}, false}, {FedBABU{FineTuneSteps: 1}, false}} {
 		if ev := runFashion(t, sp, pc, c.s, c.bn); ev.Micro < 0.4 { // chance is 0.1
 			t.Errorf("%s: accuracy %.3f, barely above chance", c.s.Name(), ev.Micro)
 		}
@@ -249,5 +252,72 @@ func TestLocalBeatsFedAvgUnderPathologicalSplit(t *testing.T) {
 	avg := runFashion(t, sp, pc, FedAvg(), false)
 	if local.Micro <= avg.Micro+0.05 {
 		t.Fatalf("local %.3f does not beat fedavg %.3f", local.Micro, avg.Micro)
+	}
+}
+
+// headOnly trains only the head, in one phase.
+type headOnly struct{ Strategy }
+
+func (headOnly) Phases(epochs int) []Phase {
+	return []Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role == model.RoleHead }}}
+}
+
+func TestPhasesTrainOnlyTheirParameters(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 2, PerRound: 4, Batch: 16, LR: 0.1, Momentum: 0.9, WeightDecay: 0.01, Seed: 1, Device: cuda.CPU}
+	r, err := New(cfg, headOnly{FedAvg()}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before := map[string][]float64{}
+	for _, p := range r.global.Params().List {
+		before[p.Name], _ = p.T.Float64s()
+	}
+	if _, err := r.Round(0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.global.Params().List {
+		after, _ := p.T.Float64s()
+		changed := false
+		for i := range after {
+			changed = changed || after[i] != before[p.Name][i]
+		}
+		if changed != (p.Role == model.RoleHead) {
+			t.Errorf("%s (%s) changed=%v", p.Name, p.Role, changed)
+		}
+	}
+}
+
+func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU, EvalEvery: 1}
+	r, err := New(cfg, FedBABU{FineTuneSteps: 2}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var heads [][]float64
+	for i, p := range r.global.Params().List {
+		if p.Role == model.RoleHead {
+			v, _ := r.store[i].Float64s()
+			heads = append(heads, v)
+		}
+	}
+	if _, err := r.Train(); err != nil {
+		t.Fatal(err)
+	}
+	j := 0
+	for i, p := range r.global.Params().List {
+		if p.Role != model.RoleHead {
+			continue
+		}
+		v, _ := r.store[i].Float64s()
+		for e := range v {
+			if v[e] != heads[j][e] {
+				t.Fatalf("%s changed in the store: training or fine-tuning leaked into it", p.Name)
+			}
+		}
+		j++
 	}
 }

@@ -229,23 +229,45 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int) error {
 	return s.Err()
 }
 
-// localTrain runs the clients' local epochs on m (their rows already loaded) and returns
-// the sum of their per-step mean losses and how many (client, step) pairs it holds.
+// localTrain runs the clients' local training on m (loading their rows first), phase by
+// phase, and returns the sum of their per-step mean losses and how many (client, step)
+// pairs it holds.
 func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met *RoundMetrics) (float64, float64, error) {
 	r.load(s, m, ids)
+	phases := []Phase{{Epochs: r.cfg.Epochs, Train: allParams}}
+	if ph, ok := r.strat.(Phased); ok {
+		phases = ph.Phases(r.cfg.Epochs)
+	}
+	var sum, pairs float64
+	for i, ph := range phases {
+		l, n, err := r.trainPhase(s, m, ids, r.fed.Part.Train, round, i, ph, met)
+		if err != nil {
+			return 0, 0, err
+		}
+		sum, pairs = sum+l, pairs+n
+	}
+	return sum, pairs, nil
+}
+
+// trainPhase trains the parameters ph selects on the clients' samples parts[id].
+func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase int, ph Phase, met *RoundMetrics) (float64, float64, error) {
 	td := time.Now()
-	parts := make([][]int, len(ids))
+	own := make([][]int, len(ids))
 	var noise []float64
 	for i, c := range ids {
-		parts[i] = r.fed.Part.Train[c]
+		own[i] = parts[c]
 		if r.fed.Part.Noise != nil {
 			noise = append(noise, r.fed.Part.Noise[c])
 		}
 	}
-	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: r.cfg.Epochs, Batch: r.cfg.Batch, Shuffle: true,
-		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round})
+	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: ph.Epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
 	if err != nil {
 		return 0, 0, err
+	}
+	steps := plan.Steps
+	if ph.Steps > 0 {
+		steps = min(steps, ph.Steps)
 	}
 	dp, err := plan.Upload(r.cfg.Device, r.cfg.Augment, noise, r.cfg.Seed, round)
 	if err != nil {
@@ -253,31 +275,36 @@ func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met
 	}
 	defer dp.Close()
 	k := len(ids)
-	active := make([]float32, plan.Steps*k)
+	active := make([]float32, steps*k)
 	var pairs float64
-	for step := 0; step < plan.Steps; step++ {
+	for step := 0; step < steps; step++ {
 		for i := 0; i < k; i++ {
 			if step < plan.ClientSteps[i] {
 				active[step*k+i] = 1
 				pairs++
+				if met != nil {
+					met.Samples += int(sumMask(plan, step, i))
+				}
 			}
 		}
 	}
-	for i := range ids {
-		met.Samples += len(parts[i]) * r.cfg.Epochs
+	act := cuda.FromSlice(s, r.cfg.Device, active, int64(steps), int64(k))
+	if met != nil {
+		met.Time.Data += time.Since(td)
 	}
-	act := cuda.FromSlice(s, r.cfg.Device, active, int64(plan.Steps), int64(k))
-	met.Time.Data += time.Since(td)
 
-	params := model.Tensors(m.Params().Trainable())
-	var globalVals []*cuda.Tensor
-	reg, _ := r.strat.(Regularizer)
-	if reg != nil {
-		globalVals = model.Tensors(r.global.Params().Trainable())
+	var train, global []*cuda.Tensor
+	globalList := r.global.Params().List
+	for i, p := range m.Params().List {
+		if !p.Buffer && ph.Train(p) {
+			train = append(train, p.T)
+			global = append(global, globalList[i].T)
+		}
 	}
+	reg, _ := r.strat.(Regularizer)
 	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
 	defer opt.close()
-	gen, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "dropout", Round: round, Client: ids[0]}), r.cfg.Device)
+	gen, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: fmt.Sprint("dropout/", phase), Round: round, Client: ids[0]}), r.cfg.Device)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -285,22 +312,22 @@ func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met
 	lossSum := s.Zeros(cuda.Float32, r.cfg.Device)
 	st := cuda.NewScope()
 	defer st.Close()
-	for step := 0; step < plan.Steps; step++ {
+	for step := 0; step < steps; step++ {
 		st.Reset()
 		b := r.train.Batch(st, dp, step)
 		logits := m.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gen: gen, Mask: b.Mask})
 		perClient := maskedMean(st, logits, b.Y, b.Mask)
 		loss := st.Sum(perClient, false)
 		if reg != nil {
-			loss = st.Add(loss, reg.Penalty(st, params, globalVals))
+			loss = st.Add(loss, reg.Penalty(st, train, global))
 		}
-		grads := st.Grad([]*cuda.Tensor{loss}, nil, params, cuda.GradOptions{AllowUnused: true})
+		grads := st.Grad([]*cuda.Tensor{loss}, nil, train, cuda.GradOptions{AllowUnused: true})
 		for i, g := range grads {
 			if g == nil { // a parameter the loss does not reach this pass
-				grads[i] = st.Zeros(params[i].DType(), params[i].Device(), params[i].Shape()...)
+				grads[i] = st.Zeros(train[i].DType(), train[i].Device(), train[i].Shape()...)
 			}
 		}
-		opt.step(st, params, grads, st.Select(act, 0, int64(step)))
+		opt.step(st, train, grads, st.Select(act, 0, int64(step)))
 		st.SetGradEnabled(false)
 		s.CopyFrom(lossSum, st.Add(lossSum, st.To(st.Sum(perClient, false), cuda.Float32)))
 		st.SetGradEnabled(true)
@@ -311,8 +338,17 @@ func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met
 			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
 		}
 	}
-	v, err := lossSum.Item() // one host sync per round
+	v, err := lossSum.Item() // one host sync per phase
 	return v, pairs, err
+}
+
+func sumMask(p *data.Plan, step, client int) float32 {
+	var n float32
+	at := (step*p.K + client) * p.B
+	for _, m := range p.Mask[at : at+p.B] {
+		n += m
+	}
+	return n
 }
 
 // maskedMean is each client's mean cross-entropy over its real samples: logits [K, B, C],

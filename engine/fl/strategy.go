@@ -28,6 +28,31 @@ type Regularizer interface {
 	Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tensor
 }
 
+// Phase is part of a client's local training: Epochs epochs (at most Steps steps when
+// Steps > 0) in which only the parameters Train selects are updated.
+type Phase struct {
+	Epochs int
+	Steps  int
+	Train  func(p *model.Param) bool
+}
+
+// Phased is a Strategy whose local training runs in phases (FedRep: the head, then the
+// body). epochs is the configured number of local epochs.
+type Phased interface {
+	Strategy
+	Phases(epochs int) []Phase
+}
+
+// FineTuner is a Strategy that fine-tunes each client's model on its own training data
+// before it is evaluated, without keeping the change (FedBABU: the head).
+type FineTuner interface {
+	Strategy
+	FineTune() Phase
+}
+
+// allParams trains every parameter.
+func allParams(*model.Param) bool { return true }
+
 // roleSet is the shared shape of the role-based algorithms.
 type roleSet struct {
 	name  string
