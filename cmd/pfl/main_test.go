@@ -31,9 +31,12 @@ func TestCLI(t *testing.T) {
 		{[]string{"train", "--set", "rounds"}, 1, "want key=value"},
 		{[]string{"train", "-c", "/nonexistent.yaml"}, 1, "nonexistent.yaml"},
 		{[]string{"train", "--resume", "/nonexistent-run"}, 1, "config.json"},
+		{[]string{"plot"}, 2, "usage: pfl plot"},
+		{[]string{"plot", "/nonexistent-run"}, 1, "metrics.jsonl"},
 		{[]string{"train", "--resume", "x", "--set", "seed=2"}, 1, "drop -c and --set"},
 		{[]string{"train", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
 			"--set", "train.participation=0.5", "--set", "out=" + tmp}, 0, "run directory"},
+		{[]string{"plot", "-out", tmp + "/compare.svg", tmp + "/quickstart-fmnist"}, 0, "wrote"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -85,7 +85,7 @@ func trainCmd(args []string, out io.Writer) error {
 		if *path != "" || len(sets) > 0 {
 			return fmt.Errorf("--resume continues a run with its own config; drop -c and --set")
 		}
-		r, err := experiment.Resume(ctx, *resume, out)
+		r, err := experiment.Resume(ctx, *resume, observer(out))
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func trainCmd(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if res, err = experiment.Run(ctx, cfg, out); err != nil {
+		if res, err = experiment.Run(ctx, cfg, observer(out)); err != nil {
 			return err
 		}
 	}

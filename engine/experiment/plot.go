@@ -1,9 +1,12 @@
 package experiment
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -66,4 +69,48 @@ func save(dir, base, title, x, y string, lines ...any) error {
 		}
 	}
 	return nil
+}
+
+// Compare draws the test accuracy of several runs (their metrics.jsonl) on one figure,
+// written to path (its extension, .png or .svg, chooses the format).
+func Compare(path string, dirs []string) error {
+	if len(dirs) == 0 {
+		return fmt.Errorf("plot: no run directories")
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy", "round", "accuracy"
+	var args []any
+	for _, dir := range dirs {
+		pts, err := accuracyCurve(dir)
+		if err != nil {
+			return err
+		}
+		args = append(args, filepath.Base(dir), pts)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return err
+	}
+	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+}
+
+// accuracyCurve reads a run's evaluated rounds.
+func accuracyCurve(dir string) (plotter.XYs, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	var pts plotter.XYs
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m metricsLine
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, fmt.Errorf("plot: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), i+1, err)
+		}
+		if m.Micro != nil {
+			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: *m.Micro})
+		}
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("plot: %s has no evaluated round", dir)
+	}
+	return pts, nil
 }

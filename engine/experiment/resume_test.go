@@ -28,7 +28,7 @@ func TestChildRun(t *testing.T) {
 	if out == "" {
 		t.Skip("helper process for TestResumeAfterKillIsExact")
 	}
-	Run(context.Background(), resumeConfig(out), os.Stdout) // killed before it ends
+	Run(context.Background(), resumeConfig(out), Lines{os.Stdout}) // killed before it ends
 }
 
 // metricsWithoutTimes reads metrics.jsonl without its wall-clock fields.

@@ -47,17 +47,46 @@ type Result struct {
 	Summary Summary
 }
 
-// Run runs the experiment and writes its run directory under cfg.Out. Progress lines go
-// to progress (nil: none). When ctx is cancelled (SIGINT, SIGTERM) the run saves a
+// Observer receives a run's progress.
+type Observer interface {
+	// Round is called after every round: its metrics, the rounds done and in all, and the
+	// training throughput so far.
+	Round(m fl.RoundMetrics, done, total int, samplesPerSec float64)
+	// Log reports an event (a checkpoint, a resume).
+	Log(msg string)
+}
+
+// Lines is an Observer writing one plain line per round (for logs and non-terminals).
+type Lines struct{ W io.Writer }
+
+// Round writes the round's line.
+func (l Lines) Round(m fl.RoundMetrics, done, total int, sps float64) {
+	acc := ""
+	if m.Eval != nil {
+		acc = fmt.Sprintf(" accuracy %.4f (clients %.4f ± %.4f)", m.Eval.Micro, m.Eval.Mean, m.Eval.Std)
+	}
+	fmt.Fprintf(l.W, "round %d/%d loss %.4f%s  %.0f samples/s\n", done, total, m.TrainLoss, acc, sps)
+}
+
+// Log writes msg on its own line.
+func (l Lines) Log(msg string) { fmt.Fprintln(l.W, msg) }
+
+type quiet struct{}
+
+func (quiet) Round(fl.RoundMetrics, int, int, float64) {}
+func (quiet) Log(string)                               {}
+
+// Run runs the experiment and writes its run directory under cfg.Out, reporting to obs
+// (nil: nothing). When ctx is cancelled (SIGINT, SIGTERM) the run saves a
 // checkpoint after the round in progress and stops; Resume continues it.
-func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
+func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	cfg.Defaults()
-	return run(ctx, cfg, false, progress)
+	return run(ctx, cfg, false, obs)
 }
 
 // Resume continues the run in dir from its last checkpoint, with the config it was
 // started with. On the CPU the resumed run's metrics equal those of an uninterrupted run.
-func Resume(ctx context.Context, dir string, progress io.Writer) (*Result, error) {
+func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
@@ -67,19 +96,19 @@ func Resume(ctx context.Context, dir string, progress io.Writer) (*Result, error
 		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, "config.json"), err)
 	}
 	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
-	return run(ctx, cfg, true, progress)
+	return run(ctx, cfg, true, obs)
 }
 
 // checkpointFile holds the state tensors; its metadata holds the history as JSON, so the
 // two can never disagree (one atomic rename).
 const checkpointFile = "checkpoint.safetensors"
 
-func run(ctx context.Context, cfg Config, resume bool, progress io.Writer) (*Result, error) {
+func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if progress == nil {
-		progress = io.Discard
+	if obs == nil {
+		obs = quiet{}
 	}
 	dev, _ := cuda.ParseDevice(cfg.Device)
 	sp, err := data.Open(cfg.Data.Dataset)
@@ -135,7 +164,7 @@ func run(ctx context.Context, cfg Config, resume bool, progress io.Writer) (*Res
 		if err := restore(dir, run); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(progress, "resumed %s after round %d\n", dir, len(run.History))
+		obs.Log(fmt.Sprintf("resumed %s after round %d", dir, len(run.History)))
 	}
 	// metrics.jsonl is rewritten from the history, so lines of rounds after the
 	// checkpoint (a run killed mid-way) disappear.
@@ -166,20 +195,13 @@ func run(ctx context.Context, cfg Config, resume bool, progress io.Writer) (*Res
 		if err := enc.Encode(roundLine(m)); err != nil {
 			return nil, err
 		}
-		acc := ""
-		if m.Eval != nil {
-			acc = fmt.Sprintf(" accuracy %.4f (clients %.4f ± %.4f)", m.Eval.Micro, m.Eval.Mean, m.Eval.Std)
-		}
-		elapsed := time.Since(start)
-		eta := time.Duration(float64(elapsed) / float64(round+1-first) * float64(t.Rounds-round-1))
-		fmt.Fprintf(progress, "round %d/%d loss %.4f%s  %.0f samples/s  eta %v\n", round+1, t.Rounds, m.TrainLoss, acc,
-			float64(samples)/elapsed.Seconds(), eta.Round(time.Second))
+		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
 		stop := ctx.Err() != nil
 		if (round+1)%t.CheckpointEvery == 0 || round+1 == t.Rounds || stop {
 			if err := checkpoint(dir, run); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(progress, "checkpoint round %d\n", round+1)
+			obs.Log(fmt.Sprintf("checkpoint round %d", round+1))
 		}
 		if stop {
 			return nil, fmt.Errorf("interrupted after round %d; continue with: pfl train --resume %s", round+1, dir)

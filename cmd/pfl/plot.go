@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"pfl/engine/experiment"
+)
+
+// plotCmd draws the accuracy curves of several runs on one figure.
+func plotCmd(args []string, out io.Writer) error {
+	fs := newFlags("plot", out)
+	path := fs.String("out", "accuracy.png", "output file (.png or .svg)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(out, "usage: pfl plot [-out file.png] <run dir>...")
+		return errUsage
+	}
+	if err := experiment.Compare(*path, fs.Args()); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s\n", *path)
+	return nil
+}
