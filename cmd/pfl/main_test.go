@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/configs"
 )
 
 func TestCLI(t *testing.T) {
@@ -45,5 +48,26 @@ func TestCLI(t *testing.T) {
 		if code != c.code || !strings.Contains(text, c.mention) {
 			t.Errorf("pfl %v: exit %d, output %q; want exit %d mentioning %q", c.args, code, text, c.code, c.mention)
 		}
+	}
+}
+
+func TestEveryPresetDecodesAndValidates(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		cfg, err := loadConfig(filepath.Join("../../configs", e.Name()), nil)
+		if err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+			continue
+		}
+		cfg.Defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+	if len(entries) < 5 {
+		t.Fatalf("only %d presets embedded", len(entries))
 	}
 }
