@@ -139,6 +139,35 @@ func TestStackedEqualsSequential(t *testing.T) {
 	}
 }
 
+func TestStackedEqualsSequentialWithDropout(t *testing.T) {
+	// a tiny ViT with dropout 0.1: equal only because each client draws from its own stream
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	vit := func(k int, g *cuda.Generator) (model.Model, error) {
+		c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24, Classes: 4, Eps: 1e-5, Dropout: 0.1}
+		return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
+	}
+	cfg := Config{Rounds: 2, PerRound: 3, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
+	runs := map[bool]*Run{}
+	for _, seq := range []bool{false, true} {
+		cfg.Sequential = seq
+		r, err := New(cfg, VanillaPersonalizedT(), st.fed, st.train, st.test, vit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if _, err := r.Train(); err != nil {
+			t.Fatal(err)
+		}
+		runs[seq] = r
+	}
+	for i, p := range runs[false].global.Params().List {
+		compare(t, "global "+p.Name, p.T, runs[true].global.Params().List[i].T)
+		if s := runs[false].store[i]; s != nil {
+			compare(t, "store "+p.Name, s, runs[true].store[i])
+		}
+	}
+}
+
 func compare(t *testing.T, what string, x, y *cuda.Tensor) {
 	t.Helper()
 	a, err1 := x.Float64s()

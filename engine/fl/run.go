@@ -304,18 +304,23 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	reg, _ := r.strat.(Regularizer)
 	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
 	defer opt.close()
-	gen, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: fmt.Sprint("dropout/", phase), Round: round, Client: ids[0]}), r.cfg.Device)
-	if err != nil {
-		return 0, 0, err
+	// each client's dropout stream, so its masks do not depend on its stack neighbours
+	gens := make([]*cuda.Generator, len(ids))
+	for i, c := range ids {
+		g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: fmt.Sprint("dropout/", phase), Round: round, Client: c}), r.cfg.Device)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer g.Close()
+		gens[i] = g
 	}
-	defer gen.Close()
 	lossSum := s.Zeros(cuda.Float32, r.cfg.Device)
 	st := cuda.NewScope()
 	defer st.Close()
 	for step := 0; step < steps; step++ {
 		st.Reset()
 		b := r.train.Batch(st, dp, step)
-		logits := m.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gen: gen, Mask: b.Mask})
+		logits := m.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gens: gens, Mask: b.Mask})
 		perClient := maskedMean(st, logits, b.Y, b.Mask)
 		loss := st.Sum(perClient, false)
 		if reg != nil {

@@ -52,6 +52,10 @@ type Pass struct {
 	// statistics over its real samples only, and leave the running statistics of a client
 	// with none alone — what K separate runs with partial last batches and idle clients do.
 	Mask *cuda.Tensor
+	// Gens, when set (one per stack row), are the clients' own dropout streams: row k's
+	// masks come from Gens[k], so a client's dropout does not depend on which clients
+	// share its stack, and a stacked pass equals K separate ones. Otherwise Gen serves all.
+	Gens []*cuda.Generator
 }
 
 // w returns the tensor to use for p in this pass.

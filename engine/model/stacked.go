@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 
 	"pfl/cuda"
@@ -181,10 +182,22 @@ func embedding(s *cuda.Scope, weight, index *cuda.Tensor) *cuda.Tensor {
 	return s.Embedding(s.Reshape(weight, k*v, -1), s.Add(index, off))
 }
 
-// dropout applies dropout with p when training.
+// dropout applies dropout with p to x [K, ...] when training, drawing row k's mask from
+// pass.Gens[k] when the pass has per-client streams.
 func dropout(s *cuda.Scope, x *cuda.Tensor, p float64, pass *Pass) *cuda.Tensor {
 	if p == 0 || !pass.train() {
 		return x
+	}
+	if gens := pass.Gens; gens != nil {
+		if int64(len(gens)) != x.Size(0) {
+			s.Fail(fmt.Errorf("model: %d dropout streams for %d stacked clients", len(gens), x.Size(0)))
+			return nil
+		}
+		rows := make([]*cuda.Tensor, len(gens))
+		for k, g := range gens {
+			rows[k] = s.Dropout(g, s.Select(x, 0, int64(k)), p, true)
+		}
+		return s.Stack(0, rows...)
 	}
 	return s.Dropout(pass.gen(), x, p, true)
 }

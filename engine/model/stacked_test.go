@@ -25,6 +25,26 @@ func checkStackedEqualsSeparate(t *testing.T, build builder, input inputFn, trai
 // (K = 3, B = 2) passed to every forward pass.
 func checkStacked(t *testing.T, build builder, input inputFn, train bool, mask []float32) {
 	t.Helper()
+	checkStackedGens(t, build, input, train, mask, false)
+}
+
+// streams returns one dropout generator per client, seeded by client index (fresh each
+// call, so a separate run replays exactly the stream its stacked row used).
+func streams(t *testing.T, from, n int64) []*cuda.Generator {
+	var out []*cuda.Generator
+	for c := from; c < from+n; c++ {
+		g, err := cuda.NewGenerator(uint64(1000+c), cuda.CPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		out = append(out, g)
+	}
+	return out
+}
+
+func checkStackedGens(t *testing.T, build builder, input inputFn, train bool, mask []float32, perClient bool) {
+	t.Helper()
 	const k = 3
 	g, _ := cuda.NewGenerator(42, cuda.CPU)
 	defer g.Close()
@@ -56,7 +76,11 @@ func checkStacked(t *testing.T, build builder, input inputFn, train bool, mask [
 	if mask != nil {
 		m = cuda.FromSlice(s, cuda.CPU, mask, k, int64(len(mask))/k)
 	}
-	y := stacked.Forward(s, x, &Pass{Train: train, Mask: m})
+	pass := &Pass{Train: train, Mask: m}
+	if perClient {
+		pass.Gens = streams(t, 0, k)
+	}
+	y := stacked.Forward(s, x, pass)
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +104,11 @@ func checkStacked(t *testing.T, build builder, input inputFn, train bool, mask [
 		if m != nil {
 			mc = s.Narrow(m, 0, c, 1)
 		}
-		yc := single.Forward(s, s.Narrow(x, 0, c, 1), &Pass{Train: train, Mask: mc})
+		pc := &Pass{Train: train, Mask: mc}
+		if perClient {
+			pc.Gens = streams(t, c, 1)
+		}
+		yc := single.Forward(s, s.Narrow(x, 0, c, 1), pc)
 		gc := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(yc, s.Narrow(r, 0, c, 1)), false)}, nil,
 			Tensors(single.Params().Trainable()), cuda.GradOptions{AllowUnused: true})
 		if err := s.Err(); err != nil {
@@ -159,6 +187,18 @@ func TestMaskedBatchNormStackedEqualsSeparate(t *testing.T) {
 	checkStacked(t, func(k int, g *cuda.Generator) (Model, error) {
 		return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
 	}, images(2, 16), true, []float32{1, 1, 1, 0, 0, 0})
+}
+
+func TestDropoutStreamsPerClient(t *testing.T) {
+	// training mode with dropout 0.1 everywhere (embedding, attention output, MLP; the text
+	// model also on attention probabilities): equal only with per-client streams
+	checkStackedGens(t, func(k int, g *cuda.Generator) (Model, error) {
+		return NewViT("small", smallViT(false), k, cuda.CPU, cuda.Float64, g)
+	}, images(3, 8), true, nil, true)
+	checkStackedGens(t, func(k int, g *cuda.Generator) (Model, error) {
+		c := TextConfig{Vocab: 11, Dim: 16, FFN: 24, Heads: 2, HeadDim: 8, Depth: 2, SeqLen: 6, MaxLen: 10, Dropout: 0.1, Causal: true}
+		return NewTextModel("text", c, k, cuda.CPU, cuda.Float64, g)
+	}, tokens(11, 6), true, nil, true)
 }
 
 func TestStackedEqualsSeparate(t *testing.T) {

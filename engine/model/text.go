@@ -130,7 +130,7 @@ func (m *TextModel) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Ten
 	for i := range m.layers {
 		l := &m.layers[i]
 		q, kk, v := linear(s, h, pass.w(l.wq), nil), linear(s, h, pass.w(l.wk), nil), linear(s, h, pass.w(l.wv), nil)
-		a := s.SDPA(heads(q), heads(kk), heads(v), nil, cuda.AttentionOptions{Causal: c.Causal, DropoutP: attnDrop, Gen: pass.gen()})
+		a := m.attention(s, heads(q), heads(kk), heads(v), k, attnDrop, pass)
 		a = s.Reshape(s.Permute(s.Reshape(a, k, b, c.Heads, t, c.HeadDim), 0, 1, 3, 2, 4), k, b, t, c.Heads*c.HeadDim)
 		a = dropout(s, linear(s, a, pass.w(l.fc), nil), c.Dropout, pass)
 		h = layerNorm(s, s.Add(a, h), pass.w(l.ln1W), pass.w(l.ln1B), 1e-6) // post-norm
@@ -138,4 +138,19 @@ func (m *TextModel) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Ten
 		h = layerNorm(s, s.Add(dropout(s, f, c.Dropout, pass), h), pass.w(l.ln2W), pass.w(l.ln2B), 1e-6)
 	}
 	return s.MulScalar(linear(s, h, pass.w(m.prj), nil), 1/math.Sqrt(float64(c.Dim)))
+}
+
+// attention is causal SDPA over [K·B, H, T, dh]; with per-client dropout streams each
+// client's rows draw their attention dropout from their own generator.
+func (m *TextModel) attention(s *cuda.Scope, q, k, v *cuda.Tensor, clients int64, p float64, pass *Pass) *cuda.Tensor {
+	if p == 0 || pass.Gens == nil {
+		return s.SDPA(q, k, v, nil, cuda.AttentionOptions{Causal: m.Cfg.Causal, DropoutP: p, Gen: pass.gen()})
+	}
+	per := q.Size(0) / clients
+	rows := make([]*cuda.Tensor, clients)
+	for i := int64(0); i < clients; i++ {
+		part := func(t *cuda.Tensor) *cuda.Tensor { return s.Narrow(t, 0, i*per, per) }
+		rows[i] = s.SDPA(part(q), part(k), part(v), nil, cuda.AttentionOptions{Causal: m.Cfg.Causal, DropoutP: p, Gen: pass.Gens[i]})
+	}
+	return s.Cat(0, rows...)
 }
