@@ -40,6 +40,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"train", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
 			"--set", "train.participation=0.5", "--set", "out=" + tmp}, 0, "run directory"},
 		{[]string{"plot", "-out", tmp + "/compare.svg", tmp + "/quickstart-fmnist"}, 0, "wrote"},
+		{[]string{"eval", "-clients", tmp + "/quickstart-fmnist"}, 0, "client   3"},
+		{[]string{"eval"}, 2, "usage: pfl eval"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

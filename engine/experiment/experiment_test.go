@@ -33,6 +33,11 @@ func TestRunWritesTheRunDirectory(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 3 || s.TailEvals != 3 || !(s.FinalMicro > 0.1) {
 		t.Fatalf("summary %+v, %v", s, err)
 	}
+	// evaluating the saved checkpoint reproduces the last round's evaluation
+	ev, rounds, err := Evaluate(res.Dir)
+	if err != nil || rounds != 3 || ev.Micro != s.FinalMicro {
+		t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+	}
 }
 
 func TestValidateNamesTheKey(t *testing.T) {

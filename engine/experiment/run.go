@@ -87,15 +87,10 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 // Resume continues the run in dir from its last checkpoint, with the config it was
 // started with. On the CPU the resumed run's metrics equal those of an uninterrupted run.
 func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	cfg, err := loadConfigJSON(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	var cfg Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, "config.json"), err)
-	}
-	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
 	return run(ctx, cfg, true, obs)
 }
 
@@ -103,12 +98,26 @@ func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 // two can never disagree (one atomic rename).
 const checkpointFile = "checkpoint.safetensors"
 
-func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, error) {
+// session is a prepared run: data on the device and the federated run.
+type session struct {
+	dir         string
+	run         *fl.Run
+	train, test *data.DeviceImages
+}
+
+func (se *session) close() {
+	se.run.Close()
+	se.train.Close()
+	if se.test != se.train {
+		se.test.Close()
+	}
+}
+
+// prepare loads and partitions the data, uploads it and builds the run; fresh runs also
+// write config.json and the partition manifest.
+func prepare(cfg Config, fresh bool) (*session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if obs == nil {
-		obs = quiet{}
 	}
 	dev, _ := cuda.ParseDevice(cfg.Device)
 	sp, err := data.Open(cfg.Data.Dataset)
@@ -119,15 +128,15 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(cfg.Out, cfg.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
+	if err := os.MkdirAll(se.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if !resume {
-		if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+	if fresh {
+		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
 			return nil, err
 		}
-		if err := fed.WriteManifest(dir); err != nil {
+		if err := fed.WriteManifest(se.dir); err != nil {
 			return nil, err
 		}
 	}
@@ -136,17 +145,15 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 		return nil, err
 	}
 	mean, std := data.ChannelStats(sp.Train)
-	train, err := data.Upload(fed.Train, dev, mean, std)
-	if err != nil {
+	if se.train, err = data.Upload(fed.Train, dev, mean, std); err != nil {
 		return nil, err
 	}
-	defer train.Close()
-	test := train
+	se.test = se.train
 	if fed.Test != fed.Train {
-		if test, err = data.Upload(fed.Test, dev, mean, std); err != nil {
+		if se.test, err = data.Upload(fed.Test, dev, mean, std); err != nil {
+			se.train.Close()
 			return nil, err
 		}
-		defer test.Close()
 	}
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(cfg.Data.Clients)), Epochs: t.Epochs,
@@ -155,11 +162,58 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
-	run, err := fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, train, test, build)
+	if se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build); err != nil {
+		se.train.Close()
+		if se.test != se.train {
+			se.test.Close()
+		}
+		return nil, err
+	}
+	return se, nil
+}
+
+// loadConfigJSON reads the config a run directory was started with.
+func loadConfigJSON(dir string) (Config, error) {
+	var cfg Config
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
+	return cfg, nil
+}
+
+// Evaluate evaluates every client's personalized model from the run's last checkpoint.
+func Evaluate(dir string) (fl.EvalResult, int, error) {
+	cfg, err := loadConfigJSON(dir)
+	if err != nil {
+		return fl.EvalResult{}, 0, fmt.Errorf("eval: %w", err)
+	}
+	se, err := prepare(cfg, false)
+	if err != nil {
+		return fl.EvalResult{}, 0, err
+	}
+	defer se.close()
+	if err := restore(dir, se.run); err != nil {
+		return fl.EvalResult{}, 0, err
+	}
+	ev, err := se.run.Evaluate()
+	return ev, len(se.run.History), err
+}
+
+func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, error) {
+	if obs == nil {
+		obs = quiet{}
+	}
+	se, err := prepare(cfg, !resume)
 	if err != nil {
 		return nil, err
 	}
-	defer run.Close()
+	defer se.close()
+	dir, run, t := se.dir, se.run, cfg.Train
 	if resume {
 		if err := restore(dir, run); err != nil {
 			return nil, err
