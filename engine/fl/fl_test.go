@@ -350,3 +350,19 @@ func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 		j++
 	}
 }
+
+func TestNaNLossNamesTheClient(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	// a learning rate this large diverges within a few steps
+	cfg := Config{Rounds: 5, PerRound: 2, Epochs: 3, Batch: 8, LR: 1e6, Seed: 1, Device: cuda.CPU}
+	r, err := New(cfg, FedAvg(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Train()
+	if err == nil || !strings.Contains(err.Error(), "client(s) [") || !strings.Contains(err.Error(), "round ") {
+		t.Fatalf("error %v, want one naming the round and the client", err)
+	}
+	t.Log(err)
+}

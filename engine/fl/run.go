@@ -178,10 +178,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 		}
 		sum, count = l, n
 	}
-	met.TrainLoss = sum / math.Max(count, 1)
-	if math.IsNaN(met.TrainLoss) || math.IsInf(met.TrainLoss, 0) {
-		return met, fmt.Errorf("fl: round %d: training loss is %g (clients %v)", round, met.TrainLoss, met.Clients)
-	}
+	met.TrainLoss = sum / math.Max(count, 1) // finite: trainPhase stops on a client's non-finite loss
 	if err := cuda.Synchronize(r.cfg.Device); err != nil {
 		return met, err
 	}
@@ -314,7 +311,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		defer g.Close()
 		gens[i] = g
 	}
-	lossSum := s.Zeros(cuda.Float32, r.cfg.Device)
+	lossSum := s.Zeros(cuda.Float32, r.cfg.Device, int64(k)) // per client, read once per phase
 	st := cuda.NewScope()
 	defer st.Close()
 	for step := 0; step < steps; step++ {
@@ -334,7 +331,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 		opt.step(st, train, grads, st.Select(act, 0, int64(step)))
 		st.SetGradEnabled(false)
-		s.CopyFrom(lossSum, st.Add(lossSum, st.To(st.Sum(perClient, false), cuda.Float32)))
+		s.CopyFrom(lossSum, st.Add(lossSum, st.To(perClient, cuda.Float32)))
 		st.SetGradEnabled(true)
 		if err := st.Err(); err != nil {
 			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
@@ -343,8 +340,22 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
 		}
 	}
-	v, err := lossSum.Item() // one host sync per phase
-	return v, pairs, err
+	perClient, err := lossSum.Float64s() // one host sync per phase
+	if err != nil {
+		return 0, 0, err
+	}
+	var total float64
+	var bad []int
+	for i, v := range perClient {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, ids[i])
+		}
+		total += v
+	}
+	if bad != nil {
+		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
+	}
+	return total, pairs, nil
 }
 
 func sumMask(p *data.Plan, step, client int) float32 {
