@@ -28,7 +28,21 @@ func TestChildRun(t *testing.T) {
 	if out == "" {
 		t.Skip("helper process for TestResumeAfterKillIsExact")
 	}
-	Run(context.Background(), resumeConfig(out), Lines{os.Stdout}) // killed before it ends
+	Run(context.Background(), resumeConfig(out), stallAfter{Lines{os.Stdout}, "checkpoint round 3"}) // killed before it ends
+}
+
+// stallAfter reports like Lines and then hangs after msg, so the parent's SIGKILL lands at
+// a known point even when the machine is busy (otherwise the child may finish first).
+type stallAfter struct {
+	Lines
+	msg string
+}
+
+func (s stallAfter) Log(msg string) {
+	s.Lines.Log(msg)
+	if msg == s.msg {
+		time.Sleep(time.Hour)
+	}
 }
 
 // metricsWithoutTimes reads metrics.jsonl without its wall-clock fields.
