@@ -16,6 +16,12 @@ namespace pfl {
 
 std::atomic<int64_t> g_live_tensors{0};
 std::atomic<int64_t> g_live_generators{0};
+std::atomic<int32_t> g_threads{0};
+
+void ensure_threads() {
+  int32_t n = g_threads.load(std::memory_order_relaxed);
+  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
 
 at::ScalarType to_scalar_type(int32_t dtype) {
   switch (dtype) {
@@ -193,6 +199,7 @@ static at::ScalarType autocast_gpu_dtype() {
 }
 
 CtxGuard::CtxGuard(const pfl_ctx *ctx) {
+  ensure_threads();
   if (!ctx) return;
   grad_.emplace(ctx->grad_enabled != 0);
   if (ctx->autocast >= 0) {
@@ -253,6 +260,7 @@ static int32_t api_caps(pfl_caps *c, pfl_status *st) {
   c->has_bf16 = 1;
   c->has_sdpa = PFL_HAS_SDPA;
   c->cxx11_abi = _GLIBCXX_USE_CXX11_ABI;
+  ensure_threads();
   c->num_threads = at::get_num_threads();
   fill_cuda_caps(c);
   PFL_CATCH(st, "caps")
@@ -264,6 +272,7 @@ static int64_t api_live_generators() { return g_live_generators.load(); }
 static int32_t api_set_num_threads(int32_t n, pfl_status *st) {
   PFL_TRY
   if (n < 1) throw ArgError("thread count must be >= 1, got " + std::to_string(n));
+  g_threads.store(n);
   at::set_num_threads(n);
   PFL_CATCH(st, "set_num_threads")
 }
@@ -282,6 +291,7 @@ static int32_t api_tensor_from_data(const void *data, int32_t dtype, const int64
     numel *= d;
   }
   if (numel > 0 && !data) throw ArgError("null data for a non-empty tensor");
+  ensure_threads();
   auto opts = at::TensorOptions().dtype(to_scalar_type(dtype));
   at::Tensor t = at::empty(shape, opts);
   if (numel > 0) std::memcpy(t.data_ptr(), data, numel * t.element_size());
@@ -294,6 +304,7 @@ static int32_t api_tensor_from_data(const void *data, int32_t dtype, const int64
 static int32_t api_tensor_to_host(pfl_tensor h, int32_t dtype, void *dst, int64_t nbytes,
                                   pfl_status *st) {
   PFL_TRY
+  ensure_threads();
   const at::Tensor &t = unwrap(h, "tensor_to_host");
   at::Tensor c = t.detach().to(at::kCPU, to_scalar_type(dtype)).contiguous();
   int64_t want = c.numel() * static_cast<int64_t>(c.element_size());
@@ -369,6 +380,7 @@ static int32_t api_grad_of(pfl_tensor h, pfl_tensor *out, pfl_meta *meta, pfl_st
 static int32_t api_zero_grad(const pfl_tensor *hs, int64_t n, int32_t set_to_none,
                              pfl_status *st) {
   PFL_TRY
+  ensure_threads();
   at::NoGradGuard ng;
   for (int64_t i = 0; i < n; ++i) {
     at::Tensor &t = const_cast<at::Tensor &>(unwrap(hs[i], "zero_grad"));
@@ -507,6 +519,9 @@ __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_
     }
     return nullptr;
   }
+  // The default is the count libtorch chose for the loading thread.
+  int32_t none = 0;
+  g_threads.compare_exchange_strong(none, static_cast<int32_t>(at::get_num_threads()));
   set_ok(st);
   return &k_api;
 }

@@ -33,6 +33,12 @@ struct pfl_generator_s {
 namespace pfl {
 
 extern std::atomic<int64_t> g_live_tensors;
+// g_threads is the configured intra-op thread count (0 until the library is loaded).
+// OpenMP keeps the count per OS thread, and a Go caller may arrive on any thread, so every
+// call installs it (ensure_threads); otherwise reductions and BLAS would run with a
+// thread-dependent count, and summation order, from one call to the next.
+extern std::atomic<int32_t> g_threads;
+void ensure_threads();
 extern std::atomic<int64_t> g_live_generators;
 
 // ArgError is thrown for bad arguments from the caller; it maps to PFL_ERR_ARG.
