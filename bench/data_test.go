@@ -34,7 +34,7 @@ func BenchmarkBatch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			dp, err := plan.Upload(dev, aug, nil, 1, 0)
+			dp, err := plan.Upload(dev, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,8 @@ type DeviceImages struct {
 	Y          *cuda.Tensor // [N] int64
 	N, C, H, W int
 	Mean, Std  []float64 // per channel, on the [0, 1] scale
+
+	mean, std *cuda.Tensor // [1, C, 1, 1] float32, uploaded once
 }
 
 // ChannelStats is the exact per-channel mean and standard deviation of x on the [0, 1]
@@ -54,19 +56,23 @@ func Upload(x *Images, dev cuda.Device, mean, std []float64) (*DeviceImages, err
 	}
 	s := cuda.NewScope()
 	defer s.Close()
-	px := cuda.FromSlice(s, dev, x.Pixels, int64(x.N), int64(x.C), int64(x.H), int64(x.W))
+	c := int64(x.C)
+	px := cuda.FromSlice(s, dev, x.Pixels, int64(x.N), c, int64(x.H), int64(x.W))
 	y := cuda.FromSlice(s, dev, x.Labels, int64(x.N))
+	m := cuda.FromSlice(s, dev, toF32(mean), 1, c, 1, 1)
+	sd := cuda.FromSlice(s, dev, toF32(std), 1, c, 1, 1)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("data: upload %s: %w", x.Name, err)
 	}
-	s.Keep(px, y)
-	return &DeviceImages{X: px, Y: y, N: x.N, C: x.C, H: x.H, W: x.W, Mean: mean, Std: std}, nil
+	s.Keep(px, y, m, sd)
+	return &DeviceImages{X: px, Y: y, N: x.N, C: x.C, H: x.H, W: x.W, Mean: mean, Std: std, mean: m, std: sd}, nil
 }
 
 // Close frees the device copy.
 func (d *DeviceImages) Close() error {
-	d.X.Close()
-	d.Y.Close()
+	for _, t := range []*cuda.Tensor{d.X, d.Y, d.mean, d.std} {
+		t.Close()
+	}
 	return nil
 }
 
@@ -91,6 +97,7 @@ type Plan struct {
 	Mask        []float32 // [Steps, K, B] 1 for a real sample
 	DY, DX      []int64   // [Steps, K, B] crop offsets in [0, 2·Pad]
 	Flip        []bool    // [Steps, K, B]
+	Config      PlanConfig
 }
 
 // PlanConfig says how a round's local training is batched.
@@ -111,7 +118,7 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 	if c.Epochs < 1 || c.Batch < 1 || c.Augment.Pad < 0 {
 		return nil, fmt.Errorf("data: plan: epochs %d, batch %d and pad %d must be positive", c.Epochs, c.Batch, c.Augment.Pad)
 	}
-	p := &Plan{K: len(ids), B: c.Batch, Clients: ids, ClientSteps: make([]int, len(ids))}
+	p := &Plan{K: len(ids), B: c.Batch, Clients: ids, ClientSteps: make([]int, len(ids)), Config: c}
 	for i, part := range parts {
 		if len(part) == 0 {
 			return nil, fmt.Errorf("data: plan: client %d has no samples", ids[i])
@@ -160,7 +167,6 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 // DevicePlan is a Plan uploaded for one round.
 type DevicePlan struct {
 	*Plan
-	Augment     Augment
 	index, mask *cuda.Tensor // [Steps, K, B]
 	dy, dx      *cuda.Tensor
 	flip        *cuda.Tensor // bool
@@ -169,12 +175,13 @@ type DevicePlan struct {
 }
 
 // Upload copies the plan to dev. noiseStd (per stack row, may be nil) adds Gaussian noise
-// of that standard deviation after normalization, drawn from each client's own stream.
-func (p *Plan) Upload(dev cuda.Device, aug Augment, noiseStd []float64, seed uint64, round int) (*DevicePlan, error) {
+// of that standard deviation after normalization, drawn from each client's own
+// (seed, "noise", round, client) stream.
+func (p *Plan) Upload(dev cuda.Device, noiseStd []float64) (*DevicePlan, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	dims := []int64{int64(p.Steps), int64(p.K), int64(p.B)}
-	d := &DevicePlan{Plan: p, Augment: aug}
+	d := &DevicePlan{Plan: p}
 	d.index = cuda.FromSlice(s, dev, p.Index, dims...)
 	d.mask = cuda.FromSlice(s, dev, p.Mask, dims...)
 	d.dy = cuda.FromSlice(s, dev, p.DY, dims...)
@@ -186,7 +193,7 @@ func (p *Plan) Upload(dev cuda.Device, aug Augment, noiseStd []float64, seed uin
 		}
 		d.noiseStd = s.To(cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1), cuda.Float32)
 		for _, id := range p.Clients {
-			g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: seed, Purpose: "noise", Round: round, Client: id}), dev)
+			g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: p.Config.Seed, Purpose: "noise", Round: p.Config.Round, Client: id}), dev)
 			if err != nil {
 				d.Close()
 				return nil, err
@@ -234,13 +241,12 @@ func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	c, h, w := int64(d.C), int64(d.H), int64(d.W)
 	idx := s.Reshape(s.Select(p.index, 0, int64(step)), -1)
 	x := s.DivScalar(s.To(s.IndexSelect(d.X, 0, idx), cuda.Float32), 255) // [KB, C, H, W]
-	if pad := int64(p.Augment.Pad); pad > 0 || p.Augment.Flip {
+	if aug := p.Config.Augment; aug.Pad > 0 || aug.Flip {
+		pad := int64(aug.Pad)
 		x = d.cropFlip(s, x, p, step, pad)
 	}
 	dev := d.X.Device()
-	mean := s.Reshape(cuda.FromSlice(s, dev, toF32(d.Mean), c), 1, c, 1, 1)
-	std := s.Reshape(cuda.FromSlice(s, dev, toF32(d.Std), c), 1, c, 1, 1)
-	x = s.Reshape(s.Div(s.Sub(x, mean), std), k, b, c, h, w)
+	x = s.Reshape(s.Div(s.Sub(x, d.mean), d.std), k, b, c, h, w)
 	if p.noiseStd != nil {
 		draws := make([]*cuda.Tensor, k)
 		for i, g := range p.noise {

@@ -113,7 +113,7 @@ func TestDeviceBatchMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp, err := plan.Upload(cuda.CPU, aug, nil, 3, 0)
+	dp, err := plan.Upload(cuda.CPU, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestNoiseIsPerClient(t *testing.T) {
 	defer d.Close()
 	parts := [][]int{seq(0, 32), seq(32, 64)}
 	plan, _ := NewPlan([]int{0, 1}, parts, PlanConfig{Epochs: 1, Batch: 32, Seed: 2})
-	dp, err := plan.Upload(cuda.CPU, Augment{}, []float64{0, 0.5}, 2, 0)
+	dp, err := plan.Upload(cuda.CPU, []float64{0, 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,12 +80,13 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 			noise = append(noise, r.fed.Part.Noise[c])
 		}
 	}
-	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: 1, Batch: r.cfg.EvalBatch, Seed: r.cfg.Seed, Round: -1})
+	// one pass in order, no augmentation; the eval seed drives only the test-time noise
+	seed := rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "eval", Round: -1, Client: -1})
+	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: 1, Batch: r.cfg.EvalBatch, Seed: seed, Round: -1})
 	if err != nil {
 		return nil, nil, err
 	}
-	seed := rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "eval", Round: -1, Client: -1})
-	dp, err := plan.Upload(r.cfg.Device, data.Augment{}, noise, seed, -1)
+	dp, err := plan.Upload(r.cfg.Device, noise)
 	if err != nil {
 		return nil, nil, err
 	}

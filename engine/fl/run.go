@@ -266,7 +266,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	if ph.Steps > 0 {
 		steps = min(steps, ph.Steps)
 	}
-	dp, err := plan.Upload(r.cfg.Device, r.cfg.Augment, noise, r.cfg.Seed, round)
+	dp, err := plan.Upload(r.cfg.Device, noise)
 	if err != nil {
 		return 0, 0, err
 	}
