@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"pfl/engine/internal/defaults"
 	"pfl/engine/rng"
 )
 
@@ -70,18 +71,10 @@ type Partition struct {
 
 // Partition spreads sp over clients as cfg says; it is deterministic given cfg.Seed.
 func (sp *Split) Partition(cfg PartitionConfig) (*Federated, error) {
-	if cfg.Convention == "" {
-		cfg.Convention = ConventionFedTP
-	}
-	if cfg.Beta == 0 {
-		cfg.Beta = 10
-	}
-	if cfg.MinSize == 0 {
-		cfg.MinSize = 10
-	}
-	if cfg.TrainFrac == 0 {
-		cfg.TrainFrac = 0.75
-	}
+	defaults.Set(&cfg.Convention, ConventionFedTP)
+	defaults.Set(&cfg.Beta, 10)
+	defaults.Set(&cfg.MinSize, 10)
+	defaults.Set(&cfg.TrainFrac, 0.75)
 	if cfg.Clients < 1 {
 		return nil, fmt.Errorf("data: partition: %d clients", cfg.Clients)
 	}

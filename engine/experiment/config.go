@@ -11,6 +11,7 @@ import (
 	"pfl/cuda"
 	"pfl/engine/data"
 	"pfl/engine/fl"
+	"pfl/engine/internal/defaults"
 	"pfl/engine/model"
 )
 
@@ -72,59 +73,29 @@ type TrainConfig struct {
 
 // Defaults fills zero fields with their documented defaults.
 func (c *Config) Defaults() {
-	set := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	set(&c.Out, "runs")
-	set(&c.Device, "cpu")
-	set(&c.Data.Dataset, "fashion-mnist")
-	set(&c.Data.Partition, "dirichlet")
-	set(&c.Data.Convention, "fedtp")
-	set(&c.Model.Preset, "convnet")
-	set(&c.Algorithm.Name, "fedavg")
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Data.Clients == 0 {
-		c.Data.Clients = 50
-	}
-	if c.Data.Alpha == 0 {
-		c.Data.Alpha = 0.5
-	}
-	if c.Data.ClassesPerClient == 0 {
-		c.Data.ClassesPerClient = 2
-	}
-	if c.Data.MinSize == 0 {
-		c.Data.MinSize = 10
-	}
-	if c.Algorithm.Mu == 0 {
-		c.Algorithm.Mu = 0.01
-	}
+	defaults.Set(&c.Out, "runs")
+	defaults.Set(&c.Device, "cpu")
+	defaults.Set(&c.Seed, 1)
+	d := &c.Data
+	defaults.Set(&d.Dataset, "fashion-mnist")
+	defaults.Set(&d.Clients, 50)
+	defaults.Set(&d.Partition, "dirichlet")
+	defaults.Set(&d.Convention, "fedtp")
+	defaults.Set(&d.Alpha, 0.5)
+	defaults.Set(&d.ClassesPerClient, 2)
+	defaults.Set(&d.MinSize, 10)
+	defaults.Set(&c.Model.Preset, "convnet")
+	defaults.Set(&c.Algorithm.Name, "fedavg")
+	defaults.Set(&c.Algorithm.Mu, 0.01)
 	t := &c.Train
-	if t.Rounds == 0 {
-		t.Rounds = 50
-	}
-	if t.Participation == 0 {
-		t.Participation = 0.1
-	}
-	if t.Epochs == 0 {
-		t.Epochs = 1
-	}
-	if t.Batch == 0 {
-		t.Batch = 64
-	}
-	if t.LR == 0 {
-		t.LR = 0.01
-	}
-	if t.EvalEvery == 0 {
-		t.EvalEvery = 5
-	}
-	if t.CheckpointEvery == 0 {
-		t.CheckpointEvery = 10
-	}
-	set(&c.Name, c.Algorithm.Name+"-"+c.Model.Preset)
+	defaults.Set(&t.Rounds, 50)
+	defaults.Set(&t.Participation, 0.1)
+	defaults.Set(&t.Epochs, 1)
+	defaults.Set(&t.Batch, 64)
+	defaults.Set(&t.LR, 0.01)
+	defaults.Set(&t.EvalEvery, 5)
+	defaults.Set(&t.CheckpointEvery, 10)
+	defaults.Set(&c.Name, c.Algorithm.Name+"-"+c.Model.Preset)
 }
 
 // Strategies lists the algorithms by config name.

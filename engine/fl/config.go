@@ -5,6 +5,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/internal/defaults"
 )
 
 // Config is one federated run. Zero values take the documented defaults.
@@ -34,21 +35,11 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Epochs == 0 {
-		c.Epochs = 1
-	}
-	if c.Batch == 0 {
-		c.Batch = 64
-	}
-	if c.LR == 0 {
-		c.LR = 0.01
-	}
-	if c.EvalChunk == 0 {
-		c.EvalChunk = c.PerRound
-	}
-	if c.EvalBatch == 0 {
-		c.EvalBatch = c.Batch
-	}
+	defaults.Set(&c.Epochs, 1)
+	defaults.Set(&c.Batch, 64)
+	defaults.Set(&c.LR, 0.01)
+	defaults.Set(&c.EvalChunk, c.PerRound)
+	defaults.Set(&c.EvalBatch, c.Batch)
 }
 
 // Validate reports a configuration that cannot run, naming the field and the valid values.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pfl/cuda"
+	"pfl/engine/internal/defaults"
 )
 
 // Config sets up a smoke run. The zero value of a field means its default.
@@ -25,28 +26,16 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	set := func(p *int64, v int64) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	set(&c.Classes, 4)
-	set(&c.Dim, 16)
-	set(&c.Hidden, 64)
-	set(&c.Train, 2048)
-	set(&c.Test, 2048)
-	if c.Steps == 0 {
-		c.Steps = 200
-	}
-	if c.LR == 0 {
-		c.LR = 0.5
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Device == (cuda.Device{}) {
-		c.Device = cuda.CPU
-	}
+	defaults.Set(&c.Classes, 4)
+	defaults.Set(&c.Dim, 16)
+	defaults.Set(&c.Hidden, 64)
+	defaults.Set(&c.Train, 2048)
+	defaults.Set(&c.Test, 2048)
+	defaults.Set(&c.Steps, 200)
+	defaults.Set(&c.LR, 0.5)
+	defaults.Set(&c.Seed, 1)
+	// Device's zero value is {CPU, 0}, not CPU ({CPU, -1}): both mean the host
+	defaults.Set(&c.Device, cuda.CPU)
 }
 
 // Validate reports a configuration that cannot run, naming the field.
