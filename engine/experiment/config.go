@@ -51,8 +51,11 @@ type ModelConfig struct {
 
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
-	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn; default fedavg
+	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn, fedrod; default fedavg
 	Mu   float64 `mapstructure:"mu"`   // FedProx's proximal weight; default 0.01
+	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
+	// paper's) or "ce" (plain cross-entropy); default balanced.
+	GenericLoss string `mapstructure:"generic_loss"`
 }
 
 // TrainConfig is the round loop.
@@ -87,6 +90,7 @@ func (c *Config) Defaults() {
 	defaults.Set(&c.Model.Preset, "convnet")
 	defaults.Set(&c.Algorithm.Name, "fedavg")
 	defaults.Set(&c.Algorithm.Mu, 0.01)
+	defaults.Set(&c.Algorithm.GenericLoss, "balanced")
 	t := &c.Train
 	defaults.Set(&t.Rounds, 50)
 	defaults.Set(&t.Participation, 0.1)
@@ -109,6 +113,7 @@ var Strategies = map[string]func(c AlgorithmConfig) fl.Strategy{
 	"fedbabu":      func(AlgorithmConfig) fl.Strategy { return fl.FedBABU{FineTuneSteps: 1} },
 	"vanilla-t":    func(AlgorithmConfig) fl.Strategy { return fl.VanillaPersonalizedT() },
 	"vanilla-attn": func(AlgorithmConfig) fl.Strategy { return fl.VanillaAttention() },
+	"fedrod":       func(c AlgorithmConfig) fl.Strategy { return &fl.FedRoD{PlainSoftmax: c.GenericLoss == "ce"} },
 }
 
 // Validate checks what can be checked before loading data, naming the key and the choices.
@@ -118,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if _, ok := Strategies[c.Algorithm.Name]; !ok {
 		return fmt.Errorf("algorithm.name: unknown algorithm %q; choose one of %s", c.Algorithm.Name, names(Strategies))
+	}
+	if g := c.Algorithm.GenericLoss; g != "balanced" && g != "ce" {
+		return fmt.Errorf("algorithm.generic_loss: %q; choose balanced or ce", g)
 	}
 	if _, err := model.Lookup(c.Model.Preset); err != nil {
 		return fmt.Errorf("model.preset: %w", err)

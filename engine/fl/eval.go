@@ -62,6 +62,11 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	r.load(s, r.evalM, ids)
+	if r.gen != nil {
+		s.SetGradEnabled(false)
+		r.loadGenerated(s, r.evalM, r.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
+		s.SetGradEnabled(true)
+	}
 	if ft, ok := r.strat.(FineTuner); ok {
 		// fine-tune on the clients' own training data; evalM's rows are reloaded before
 		// the next use, so nothing of it is kept

@@ -137,7 +137,7 @@ func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat Str
 
 func TestStackedEqualsSequential(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
-	for _, strat := range []Strategy{FedPer(), FedBN(), FedProx{Mu: 0.1}} {
+	for _, strat := range []Strategy{FedPer(), FedBN(), FedProx{Mu: 0.1}, &FedRoD{}} {
 		t.Run(strat.Name(), func(t *testing.T) {
 			cfg := Config{Rounds: 2, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3,
 				Augment: data.Augment{Pad: 2, Flip: true}, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
@@ -256,7 +256,7 @@ func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
 		s  Strategy
 		bn bool
 	}{{FedAvg(), false}, {FedProx{Mu: 0.01}, false}, {Local(), false}, {FedPer(), false}, {FedBN(), true},
-		{FedRep{}, false}, {FedBABU{FineTuneSteps: 1}, false}} {
+		{FedRep{}, false}, {FedBABU{FineTuneSteps: 1}, false}, {&FedRoD{}, false}} {
 		if ev := runFashion(t, sp, pc, c.s, c.bn); ev.Micro < 0.4 { // chance is 0.1
 			t.Errorf("%s: accuracy %.3f, barely above chance", c.s.Name(), ev.Micro)
 		}
@@ -356,4 +356,17 @@ func TestNaNLossNamesTheClient(t *testing.T) {
 		t.Fatalf("error %v, want one naming the round and the client", err)
 	}
 	t.Log(err)
+}
+
+func TestModelThatCannotTakeTheDataIsAnError(t *testing.T) {
+	// 16×16 images into a ConvNet built for 32×32: a clear error, not a crash
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	r, err := New(Config{Rounds: 1, PerRound: 2, Seed: 1, Device: cuda.CPU}, FedAvg(), st.fed, st.train, st.test, convnet(32, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Round(0); err == nil || !strings.Contains(err.Error(), "convnet: input") {
+		t.Fatalf("error %v, want the model's input-shape error", err)
+	}
 }

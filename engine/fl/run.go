@@ -2,6 +2,7 @@ package fl
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -26,6 +27,9 @@ type Run struct {
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
 	personal []bool
+	gen      Generative // nil unless the strategy generates parameters
+	genIdx   []int      // indices of the generated parameters, in model order
+	isGen    []bool
 	stacked  model.Model // K = PerRound
 	evalM    model.Model // K = EvalChunk
 	single   model.Model // K = 1, for Sequential
@@ -68,6 +72,21 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.Devi
 		return nil, err
 	}
 	defer g.Close()
+	if w, ok := strat.(Wrapper); ok {
+		inner := build
+		build = func(k int, g *cuda.Generator) (model.Model, error) {
+			m, err := inner(k, g)
+			if err != nil {
+				return nil, err
+			}
+			wrapped, err := w.Wrap(m, g)
+			if err != nil {
+				m.Close()
+				return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
+			}
+			return wrapped, nil
+		}
+	}
 	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
 	for i, k := range []int{1, cfg.PerRound, cfg.EvalChunk} {
 		if *models[i], err = build(k, g); err != nil {
@@ -81,11 +100,27 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.Devi
 			return nil, err
 		}
 	}
+	if b, ok := strat.(Binder); ok {
+		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed}); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
+		}
+	}
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
-	for _, p := range r.global.Params().List {
+	r.gen, _ = strat.(Generative)
+	for i, p := range r.global.Params().List {
 		personal := strat.Personal(p)
+		generated := r.gen != nil && r.gen.Generated(p)
+		if personal && generated {
+			r.Close()
+			return nil, fmt.Errorf("fl: %s: %s is both personal and generated", strat.Name(), p.Name)
+		}
+		if generated {
+			r.genIdx = append(r.genIdx, i)
+		}
+		r.isGen = append(r.isGen, generated)
 		r.personal = append(r.personal, personal)
 		var rows *cuda.Tensor
 		if personal {
@@ -110,6 +145,9 @@ func (r *Run) Close() error {
 	}
 	for _, t := range r.store {
 		t.Close()
+	}
+	if c, ok := r.strat.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }
@@ -150,16 +188,37 @@ func (r *Run) load(s *cuda.Scope, m model.Model, ids []int) {
 	}
 }
 
+// loadGenerated writes generated parameters (in genIdx order, [K, ...]) into m's rows.
+func (r *Run) loadGenerated(s *cuda.Scope, m model.Model, generated []*cuda.Tensor) {
+	grad := s.GradEnabled()
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(grad)
+	for j, i := range r.genIdx {
+		s.CopyFrom(m.Params().List[i].T, s.Detach(generated[j]))
+	}
+}
+
 // Round runs round number round (0-based): sample, train, aggregate, and evaluate when due.
 func (r *Run) Round(round int) (RoundMetrics, error) {
 	met := RoundMetrics{Round: round, Clients: r.sample(round)}
 	s := cuda.NewScope()
 	defer s.Close()
 	t0 := time.Now()
+	var generated []*cuda.Tensor // with the graph back to the server's parameters
+	if r.gen != nil {
+		generated = r.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(met.Clients)))
+		if len(generated) != len(r.genIdx) {
+			return met, fmt.Errorf("fl: %s generated %d parameters, want %d", r.strat.Name(), len(generated), len(r.genIdx))
+		}
+	}
 	var sum, count float64
 	if r.cfg.Sequential {
 		for i, c := range met.Clients {
-			l, n, err := r.localTrain(s, r.single, []int{c}, round, &met)
+			rows := make([]*cuda.Tensor, len(generated))
+			for j, g := range generated {
+				rows[j] = s.Narrow(g, 0, int64(i), 1)
+			}
+			l, n, err := r.localTrain(s, r.single, []int{c}, rows, round, &met)
 			if err != nil {
 				return met, err
 			}
@@ -172,7 +231,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 			s.SetGradEnabled(true)
 		}
 	} else {
-		l, n, err := r.localTrain(s, r.stacked, met.Clients, round, &met)
+		l, n, err := r.localTrain(s, r.stacked, met.Clients, generated, round, &met)
 		if err != nil {
 			return met, err
 		}
@@ -185,7 +244,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	met.Time.Train = time.Since(t0) - met.Time.Data
 
 	t1 := time.Now()
-	if err := r.aggregate(s, met.Clients); err != nil {
+	if err := r.aggregate(s, met.Clients, generated); err != nil {
 		return met, err
 	}
 	met.Time.Aggregate = time.Since(t1)
@@ -205,18 +264,29 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 }
 
 // aggregate averages the shared parameters over the round's clients (weights m_k/M) into
-// the global model and writes the personal rows back to the store.
-func (r *Run) aggregate(s *cuda.Scope, ids []int) error {
-	s.SetGradEnabled(false)
-	defer s.SetGradEnabled(true)
+// the global model, writes the personal rows back to the store, and lets a generative
+// strategy learn from the generated parameters' change.
+func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) error {
 	sizes := make([]int, len(ids))
 	for i, c := range ids {
 		sizes[i] = len(r.fed.Part.Train[c])
 	}
 	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes))
+	if r.gen != nil {
+		trained := make([]*cuda.Tensor, len(r.genIdx))
+		for j, i := range r.genIdx {
+			trained[j] = r.stacked.Params().List[i].T
+		}
+		r.gen.Learn(s, generated, trained, w)
+	}
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(true)
 	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	global := r.global.Params().List
 	for i, p := range r.stacked.Params().List {
+		if r.isGen[i] {
+			continue
+		}
 		if r.personal[i] {
 			s.IndexCopy(r.store[i], 0, idx, p.T)
 		} else {
@@ -229,8 +299,9 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int) error {
 // localTrain runs the clients' local training on m (loading their rows first), phase by
 // phase, and returns the sum of their per-step mean losses and how many (client, step)
 // pairs it holds.
-func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, round int, met *RoundMetrics) (float64, float64, error) {
+func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) (float64, float64, error) {
 	r.load(s, m, ids)
+	r.loadGenerated(s, m, generated)
 	phases := []Phase{{Epochs: r.cfg.Epochs, Train: allParams}}
 	if ph, ok := r.strat.(Phased); ok {
 		phases = ph.Phases(r.cfg.Epochs)
@@ -299,6 +370,8 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 	}
 	reg, _ := r.strat.(Regularizer)
+	obj, _ := r.strat.(Objective)
+	rows := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
 	defer opt.close()
 	// each client's dropout stream, so its masks do not depend on its stack neighbours
@@ -317,13 +390,21 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	for step := 0; step < steps; step++ {
 		st.Reset()
 		b := r.train.Batch(st, dp, step)
-		logits := m.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gens: gens, Mask: b.Mask})
-		perClient := maskedMean(st, logits, b.Y, b.Mask)
+		x, pass := st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gens: gens, Mask: b.Mask}
+		var perClient *cuda.Tensor
+		if obj != nil {
+			perClient = obj.Loss(st, m, Batch{X: x, Y: b.Y, Mask: b.Mask, Clients: ids, Rows: rows}, pass)
+		} else {
+			perClient = maskedMean(st, m.Forward(st, x, pass), b.Y, b.Mask)
+		}
 		loss := st.Sum(perClient, false)
 		if reg != nil {
 			loss = st.Add(loss, reg.Penalty(st, train, global))
 		}
 		grads := st.Grad([]*cuda.Tensor{loss}, nil, train, cuda.GradOptions{AllowUnused: true})
+		if err := st.Err(); err != nil { // e.g. a batch the model cannot take: say so, do not step
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
+		}
 		for i, g := range grads {
 			if g == nil { // a parameter the loss does not reach this pass
 				grads[i] = st.Zeros(train[i].DType(), train[i].Device(), train[i].Shape()...)

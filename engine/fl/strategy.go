@@ -8,6 +8,7 @@ package fl
 
 import (
 	"pfl/cuda"
+	"pfl/engine/data"
 	"pfl/engine/model"
 )
 
@@ -68,4 +69,70 @@ func (r roleSet) Personal(p *model.Param) bool {
 		}
 	}
 	return false
+}
+
+// Batch is one client-stacked training batch: X [K, B, ...], labels Y and mask [K, B]
+// (1 for a real sample), and the clients of the stack rows, in Go and on the device.
+type Batch struct {
+	X, Y, Mask *cuda.Tensor
+	Clients    []int
+	Rows       *cuda.Tensor // int64 [K], the same ids as Clients
+}
+
+// Objective is a Strategy with its own local loss (FedRoD: a balanced-softmax loss on the
+// generic head plus a loss on the personal head).
+type Objective interface {
+	Strategy
+	// Loss is each client's loss [K] on batch b, computed with model m and pass.
+	Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor
+}
+
+// Env is what a Binder sees of its run.
+type Env struct {
+	Fed    *data.Federated
+	Model  model.Model // the global model (one row): parameters, roles and shapes
+	Device cuda.Device
+	DType  cuda.DType
+	Seed   uint64
+}
+
+// Binder is a Strategy that needs to see the run before the first round (FedRoD: every
+// client's label counts; FedTP: the parameters its hypernetwork generates). Bind is called
+// once, by New; a Binder that holds tensors also implements io.Closer, and Run.Close
+// closes it. A Binder value serves one run at a time.
+type Binder interface {
+	Strategy
+	Bind(env Env) error
+}
+
+// Generative is a Strategy whose server generates some of every client's parameters
+// (FedTP: a hypernetwork generates the Q/K/V projections). Generated parameters are
+// neither averaged nor kept per client: each round, and for each evaluation, they are
+// generated afresh, then trained locally as ordinary parameters.
+type Generative interface {
+	Strategy
+	// Generated reports whether the server generates p. It is called once per parameter
+	// when a run starts; a parameter cannot be both generated and personal.
+	Generated(p *model.Param) bool
+	// Generate returns the generated parameters of the clients rows (int64 [K]), in the
+	// model's parameter order, each [K, Shape...]. With grad enabled on s they carry the
+	// graph that Learn differentiates.
+	Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor
+	// Learn updates the server after local training: generated as Generate returned them,
+	// trained the clients' values after local training, weights [K] the clients' m_i/M.
+	Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor)
+}
+
+// Stateful is a Strategy with server state that lives across rounds (FedTP: φ, z and the
+// optimizer's momentum): checkpoints save these tensors and restore copies into them.
+type Stateful interface {
+	Strategy
+	State() (names []string, tensors []*cuda.Tensor)
+}
+
+// Wrapper is a Strategy that changes the model (FedRoD: a second, personal head). New
+// wraps every model it builds; the wrapper owns the model it wraps.
+type Wrapper interface {
+	Strategy
+	Wrap(m model.Model, gen *cuda.Generator) (model.Model, error)
 }

@@ -95,6 +95,17 @@ func (m *ConvNetModel) MACs() int64 {
 
 // Forward maps images [K, B, C, H, W] to logits [K, B, classes].
 func (m *ConvNetModel) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return m.Head(s, m.Features(s, x, pass), pass)
+}
+
+// Head is the last fully-connected layer over features [K, B, FC2].
+func (m *ConvNetModel) Head(s *cuda.Scope, f *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return linear(s, f, pass.w(m.fcW[2]), pass.w(m.fcB[2]))
+}
+
+// Features maps images [K, B, C, H, W] to the second hidden layer's activations
+// [K, B, FC2] that the head reads.
+func (m *ConvNetModel) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	c := m.Cfg
 	if s.Err() != nil {
 		return nil
@@ -123,5 +134,5 @@ func (m *ConvNetModel) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.
 	for i := 0; i < 2; i++ {
 		h = s.ReLU(norm(2+i, linear(s, h, pass.w(m.fcW[i]), pass.w(m.fcB[i]))))
 	}
-	return linear(s, h, pass.w(m.fcW[2]), pass.w(m.fcB[2]))
+	return h
 }

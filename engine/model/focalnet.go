@@ -165,6 +165,17 @@ func channelsLast(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor  { return s.Permut
 
 // Forward maps images [K, B, C, H, W] to logits [K, B, classes].
 func (m *FocalNet) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return m.Head(s, m.Features(s, x, pass), pass)
+}
+
+// Head is the linear classifier over features [K, B, channels].
+func (m *FocalNet) Head(s *cuda.Scope, f *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return linear(s, f, pass.w(m.headW), pass.w(m.headB))
+}
+
+// Features maps images [K, B, C, H, W] to the normalized, average-pooled last stage
+// [K, B, channels] that the head reads.
+func (m *FocalNet) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	c := m.Cfg
 	if s.Err() != nil {
 		return nil
@@ -186,7 +197,7 @@ func (m *FocalNet) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tens
 		}
 	}
 	h = layerNorm(s, h, pass.w(m.normW), pass.w(m.normB), 1e-5)
-	return linear(s, s.Mean(h, false, 2, 3), pass.w(m.headW), pass.w(m.headB))
+	return s.Mean(h, false, 2, 3)
 }
 
 // block is one pre-LN focal-modulation block on channels-last x [K, B, H, W, C].

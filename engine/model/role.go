@@ -5,33 +5,34 @@ type Role int
 
 // Roles.
 const (
-	RolePatchEmbed Role = iota // patch embedding (linear or convolution stem)
-	RolePosEmbed               // learned position embedding
-	RoleCLS                    // class token
-	RoleAttnQKV                // self-attention Q, K, V projections (fused or separate)
-	RoleAttnOut                // self-attention output projection
-	RoleMLP                    // feed-forward layers of a block
-	RoleNorm                   // LayerNorm / BatchNorm affine
-	RoleNormStats              // BatchNorm running mean and variance (buffers, not trained)
-	RoleHead                   // classifier (or output projection) weights
-	RoleFocalF                 // FocalNet modulation input projection f: C -> 2C+L+1
-	RoleFocalCtx               // FocalNet depthwise context convolutions
-	RoleFocalH                 // FocalNet modulator projection h (1x1)
-	RoleFocalProj              // FocalNet output projection
-	RoleDownsample             // FocalNet stage downsampling convolutions
-	RoleAdapter                // adapters: FedPerfix's K/V prefix adapter, MLP adapters
-	RolePrompt                 // prompt tokens
-	RoleEmbedding              // token embedding of text models
-	RoleConv                   // convolutions of the ConvNet
-	RoleFC                     // hidden fully-connected layers of the ConvNet
-	RoleRecurrent              // LSTM weights and biases
+	RolePatchEmbed   Role = iota // patch embedding (linear or convolution stem)
+	RolePosEmbed                 // learned position embedding
+	RoleCLS                      // class token
+	RoleAttnQKV                  // self-attention Q, K, V projections (fused or separate)
+	RoleAttnOut                  // self-attention output projection
+	RoleMLP                      // feed-forward layers of a block
+	RoleNorm                     // LayerNorm / BatchNorm affine
+	RoleNormStats                // BatchNorm running mean and variance (buffers, not trained)
+	RoleHead                     // classifier (or output projection) weights
+	RoleFocalF                   // FocalNet modulation input projection f: C -> 2C+L+1
+	RoleFocalCtx                 // FocalNet depthwise context convolutions
+	RoleFocalH                   // FocalNet modulator projection h (1x1)
+	RoleFocalProj                // FocalNet output projection
+	RoleDownsample               // FocalNet stage downsampling convolutions
+	RoleAdapter                  // adapters: FedPerfix's K/V prefix adapter, MLP adapters
+	RolePrompt                   // prompt tokens
+	RoleEmbedding                // token embedding of text models
+	RoleConv                     // convolutions of the ConvNet
+	RoleFC                       // hidden fully-connected layers of the ConvNet
+	RoleRecurrent                // LSTM weights and biases
+	RolePersonalHead             // a second, personal classifier beside the head (FedRoD)
 	numRoles
 )
 
 var roleNames = [...]string{
 	"patch_embed", "pos_embed", "cls", "attn_qkv", "attn_out", "mlp", "norm", "norm_stats",
 	"head", "focal_f", "focal_ctx", "focal_h", "focal_proj", "downsample", "adapter",
-	"prompt", "embedding", "conv", "fc", "recurrent",
+	"prompt", "embedding", "conv", "fc", "recurrent", "personal_head",
 }
 
 // String is the role's name, as ParseRole reads it.

@@ -231,6 +231,13 @@ func TestStackedEqualsSeparate(t *testing.T) {
 			c := FocalNetConfig{Image: 16, Channels: 2, Patch: 4, Dims: []int64{8, 12}, Depths: []int64{1, 1}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 3}
 			return NewFocalNet("focal", c, k, cuda.CPU, cuda.Float64, g)
 		}, images(2, 16), false},
+		{"vit-two-heads", func(k int, g *cuda.Generator) (Model, error) {
+			m, err := NewViT("small", smallViT(false), k, cuda.CPU, cuda.Float64, g)
+			if err != nil {
+				return nil, err
+			}
+			return NewTwoHeads(m, g)
+		}, images(3, 8), false},
 		{"lstm", func(k int, g *cuda.Generator) (Model, error) {
 			return NewLSTM("lstm", LSTMConfig{Vocab: 9, Embed: 4, Hidden: 6, Layers: 2, SeqLen: 5}, k, cuda.CPU, cuda.Float64, g)
 		}, tokens(9, 5), false},

@@ -209,6 +209,17 @@ func (m *ViT) MACs() int64 {
 
 // Forward maps images x [K, B, C, H, W] to logits [K, B, classes].
 func (m *ViT) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return m.Head(s, m.Features(s, x, pass), pass)
+}
+
+// Head is the linear classifier over features [K, B, Dim].
+func (m *ViT) Head(s *cuda.Scope, f *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	return linear(s, f, pass.w(m.headW), pass.w(m.headB))
+}
+
+// Features maps images x [K, B, C, H, W] to the normalized class token [K, B, Dim] that
+// the head reads.
+func (m *ViT) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	c := m.Cfg
 	if s.Err() != nil {
 		return nil
@@ -237,7 +248,7 @@ func (m *ViT) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 		h = m.block(s, &m.blocks[i], h, pass)
 	}
 	h = layerNorm(s, h, pass.w(m.normW), pass.w(m.normB), c.Eps)
-	return linear(s, s.Select(h, 2, 0), pass.w(m.headW), pass.w(m.headB))
+	return s.Select(h, 2, 0)
 }
 
 func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cuda.Tensor {

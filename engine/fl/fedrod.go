@@ -1,0 +1,97 @@
+package fl
+
+import (
+	"fmt"
+	"math"
+
+	"pfl/cuda"
+	"pfl/engine/model"
+)
+
+// FedRoD is the linear version of FedRoD (Chen & Chao, "On Bridging Generic and
+// Personalized Federated Learning for Image Classification", ICLR 2022), as FedTP's code
+// runs it: the body and a generic head are averaged and trained with the balanced-softmax
+// loss (each client's logits shifted by the log of its training-label counts, §4 of the
+// paper); a personal linear head, kept by its client, reads the body's features detached
+// and is trained with cross-entropy on generic logits (detached) plus personal logits,
+// which are also the client's prediction. A client's loss is the sum of the two.
+//
+// Differences from the reference: the personal head shares the clients' optimizer
+// (momentum and weight decay included) where FedTP's code gives it a plain SGD at the same
+// learning rate; and a class a client never saw gets log-count log(1e-12) instead of −∞,
+// so that padded batch slots stay finite (its softmax weight is 1e-12 instead of 0).
+type FedRoD struct {
+	// PlainSoftmax trains the generic head with ordinary cross-entropy instead of the
+	// balanced softmax (FedTP's --balanced_soft_max off).
+	PlainSoftmax bool
+
+	logCounts *cuda.Tensor // [N, classes], every client's log training-label counts
+}
+
+// Name is "fedrod".
+func (*FedRoD) Name() string { return "fedrod" }
+
+// Personal is true for the personal head.
+func (*FedRoD) Personal(p *model.Param) bool { return p.Role == model.RolePersonalHead }
+
+// Wrap adds the personal head.
+func (*FedRoD) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
+	h, ok := m.(model.Headed)
+	if !ok {
+		return nil, fmt.Errorf("model %s does not expose the features its head reads", m.Name())
+	}
+	return model.NewTwoHeads(h, gen)
+}
+
+// Bind counts every client's training labels. A FedRoD value serves one run at a time.
+func (f *FedRoD) Bind(env Env) error {
+	f.Close()
+	fed, dev, dt := env.Fed, env.Device, env.DType
+	c := fed.Train.Classes
+	n := len(fed.Part.Train)
+	logs := make([]float64, n*c)
+	for client, idx := range fed.Part.Train {
+		counts := make([]float64, c)
+		for _, i := range idx {
+			counts[fed.Train.Labels[i]]++
+		}
+		for j, v := range counts {
+			logs[client*c+j] = math.Log(math.Max(v, 1e-12))
+		}
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	t := s.To(cuda.FromSlice(s, dev, logs, int64(n), int64(c)), dt)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	s.Keep(t)
+	f.logCounts = t
+	return nil
+}
+
+// Close frees the label counts.
+func (f *FedRoD) Close() error {
+	if f.logCounts != nil {
+		f.logCounts.Close()
+		f.logCounts = nil
+	}
+	return nil
+}
+
+// Loss is the generic head's (balanced) loss plus the personal head's loss.
+func (f *FedRoD) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
+	h, ok := m.(*model.TwoHeads)
+	if !ok {
+		s.Fail(fmt.Errorf("fl: fedrod: model %s has no personal head", m.Name()))
+		return nil
+	}
+	feat := h.Features(s, b.X, pass)
+	generic := h.GenericHead(s, feat, pass)
+	shifted := generic
+	if !f.PlainSoftmax {
+		shifted = s.Add(generic, s.Unsqueeze(s.IndexSelect(f.logCounts, 0, b.Rows), 1)) // [K, 1, C]
+	}
+	personal := s.Add(s.Detach(generic), h.PersonalHead(s, s.Detach(feat), pass))
+	return s.Add(maskedMean(s, shifted, b.Y, b.Mask), maskedMean(s, personal, b.Y, b.Mask))
+}
