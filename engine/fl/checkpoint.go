@@ -9,9 +9,10 @@ import (
 )
 
 // State is what a checkpoint holds besides the history: every tensor of the run's state by
-// name — "global/<param>" (one row) and "store/<param>" (all N clients' personal rows).
-// Random generators need no saving: every stream derives from (seed, purpose, round,
-// client), and the optimizer's buffers live for one round only.
+// name — "global/<param>" (one row), "store/<param>" (all N clients' personal rows) and
+// "strategy/<name>" (a Stateful strategy's server state, e.g. FedTP's hypernetwork and its
+// momentum). Random generators need no saving: every stream derives from (seed, purpose,
+// round, client), and the clients' optimizer buffers live for one round only.
 func (r *Run) State() ([]safetensors.Tensor, error) {
 	var out []safetensors.Tensor
 	add := func(name string, t *cuda.Tensor) error {
@@ -39,6 +40,14 @@ func (r *Run) State() ([]safetensors.Tensor, error) {
 		}
 		if r.store[i] != nil {
 			if err := add("store/"+p.Name, r.store[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if st, ok := r.strat.(Stateful); ok {
+		names, ts := st.State()
+		for i, n := range names {
+			if err := add("strategy/"+n, ts[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -74,6 +83,14 @@ func (r *Run) Restore(f *safetensors.File, history []RoundMetrics) error {
 		}
 		if r.store[i] != nil {
 			if err := load("store/"+p.Name, r.store[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if st, ok := r.strat.(Stateful); ok {
+		names, ts := st.State()
+		for i, n := range names {
+			if err := load("strategy/"+n, ts[i]); err != nil {
 				return err
 			}
 		}

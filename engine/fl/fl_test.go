@@ -104,13 +104,14 @@ func convnetAs(image, ch, classes int64, bn bool, dt cuda.DType) Builder {
 }
 
 // checkStackedEqualsSequential trains the same run stacked and one client at a time and
-// requires equal global models, client stores and round losses.
-func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat Strategy, build Builder) {
+// requires equal global models, client stores, strategy state and round losses. strat
+// makes a fresh strategy for each run.
+func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat func() Strategy, build Builder) {
 	t.Helper()
 	runs := map[bool]*Run{}
 	for _, seq := range []bool{false, true} {
 		cfg.Sequential = seq
-		r, err := New(cfg, strat, st.fed, st.train, st.test, build)
+		r, err := New(cfg, strat(), st.fed, st.train, st.test, build)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,6 +128,13 @@ func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat Str
 			compare(t, "store "+p.Name, a.store[i], b.store[i])
 		}
 	}
+	if sa, ok := a.strat.(Stateful); ok {
+		names, ta := sa.State()
+		_, tb := b.strat.(Stateful).State()
+		for i := range ta {
+			compare(t, names[i], ta[i], tb[i])
+		}
+	}
 	for r := range a.History {
 		la, lb := a.History[r].TrainLoss, b.History[r].TrainLoss
 		if math.Abs(la-lb) > 1e-6*math.Abs(lb) { // the loss is summed in float32
@@ -137,8 +145,8 @@ func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat Str
 
 func TestStackedEqualsSequential(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
-	for _, strat := range []Strategy{FedPer(), FedBN(), FedProx{Mu: 0.1}, &FedRoD{}} {
-		t.Run(strat.Name(), func(t *testing.T) {
+	for _, strat := range []func() Strategy{FedPer, FedBN, func() Strategy { return FedProx{Mu: 0.1} }, func() Strategy { return &FedRoD{} }} {
+		t.Run(strat().Name(), func(t *testing.T) {
 			cfg := Config{Rounds: 2, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3,
 				Augment: data.Augment{Pad: 2, Flip: true}, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
 			// float64: with BatchNorm over a few real samples, float32 rounding differences
@@ -156,7 +164,7 @@ func TestStackedEqualsSequentialWithDropout(t *testing.T) {
 		return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
 	}
 	cfg := Config{Rounds: 2, PerRound: 3, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
-	checkStackedEqualsSequential(t, st, cfg, VanillaPersonalizedT(), vit)
+	checkStackedEqualsSequential(t, st, cfg, VanillaPersonalizedT, vit)
 }
 
 func compare(t *testing.T, what string, x, y *cuda.Tensor) {

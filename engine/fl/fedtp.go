@@ -1,0 +1,161 @@
+package fl
+
+import (
+	"fmt"
+	"slices"
+
+	"pfl/cuda"
+	"pfl/engine/hyper"
+	"pfl/engine/model"
+	"pfl/engine/rng"
+)
+
+// FedTP is Learn-to-Personalize (Li et al., "FedTP: Federated Learning by Transformer
+// Personalization", §III-B, Algorithm 1): a hypernetwork on the server generates every
+// client's self-attention Q/K/V projections from its embedding; the clients train them with
+// everything else; the server moves the hypernetwork by the weighted change of the generated
+// weights (ΔW_i = W_i⁰ − W_iᴱ, one vector-Jacobian product for the round's clients), and
+// averages all other parameters as FedAvg does.
+//
+// Roles chooses the generated parameters (the paper's Table V ablation: attention Q/K/V,
+// MLP, norm layers, or the whole encoder), one hypernetwork head per parameter (for Q/K/V,
+// one per block: the fused projection [3·inner, dim]). The extensions of Table VI add a
+// personal part: Local roles kept by their clients (FedTP+FedPer: the head) or RoD, FedRoD's
+// personal head and balanced-softmax loss (FedTP+FedRoD).
+type FedTP struct {
+	Hyper    hyper.Config // the hypernetwork; Clients is set from the run
+	Roles    []model.Role // generated roles; default attention Q/K/V
+	Local    []model.Role // roles kept by each client (FedTP+FedPer: head)
+	RoD      bool         // FedTP+FedRoD
+
+	net *hyper.Net
+	rod *FedRoD
+}
+
+// Name is "fedtp", or its extension's name.
+func (f *FedTP) Name() string {
+	switch {
+	case f.RoD:
+		return "fedtp-rod"
+	case slices.Contains(f.Local, model.RoleHead):
+		return "fedtp-per"
+	}
+	return "fedtp"
+}
+
+func (f *FedTP) roles() []model.Role {
+	if len(f.Roles) == 0 {
+		return []model.Role{model.RoleAttnQKV}
+	}
+	return f.Roles
+}
+
+// Generated reports whether the hypernetwork makes p.
+func (f *FedTP) Generated(p *model.Param) bool {
+	return !p.Buffer && slices.Contains(f.roles(), p.Role)
+}
+
+// Personal is true for the Local roles and, with RoD, the personal head.
+func (f *FedTP) Personal(p *model.Param) bool {
+	return slices.Contains(f.Local, p.Role) || (f.RoD && p.Role == model.RolePersonalHead)
+}
+
+// Wrap adds FedRoD's personal head when RoD is set.
+func (f *FedTP) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
+	if !f.RoD {
+		return m, nil
+	}
+	return f.rodPart().Wrap(m, gen)
+}
+
+func (f *FedTP) rodPart() *FedRoD {
+	if f.rod == nil {
+		f.rod = &FedRoD{}
+	}
+	return f.rod
+}
+
+// Bind builds the hypernetwork for the run's clients and the model's generated parameters,
+// initialized from the run's ("hyper/init") stream.
+func (f *FedTP) Bind(env Env) error {
+	f.Close()
+	var targets []hyper.Target
+	for _, p := range env.Model.Params().List {
+		if f.Generated(p) {
+			targets = append(targets, hyper.Target{Name: p.Name, Shape: p.Shape})
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("model %s has no parameter of the generated roles %v", env.Model.Name(), f.roles())
+	}
+	cfg := f.Hyper
+	cfg.Clients = len(env.Fed.Part.Train)
+	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: env.Seed, Purpose: "hyper/init", Round: -1, Client: -1}), env.Device)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	if f.net, err = hyper.New(cfg, targets, env.Device, env.DType, g); err != nil {
+		return err
+	}
+	if f.RoD {
+		return f.rodPart().Bind(env)
+	}
+	return nil
+}
+
+// Net is the hypernetwork (nil before Bind).
+func (f *FedTP) Net() *hyper.Net { return f.net }
+
+// Close frees the hypernetwork.
+func (f *FedTP) Close() error {
+	if f.net != nil {
+		f.net.Close()
+		f.net = nil
+	}
+	if f.rod != nil {
+		f.rod.Close()
+	}
+	return nil
+}
+
+// Generate runs the hypernetwork for the clients rows.
+func (f *FedTP) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
+	return f.net.Generate(s, rows)
+}
+
+// Learn is Algorithm 1's server update: φ ← φ − β Σ_i (m_i/M)(∂W_i/∂φ)ᵀ(W_i⁰ − W_iᴱ).
+func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
+	grad := s.GradEnabled()
+	s.SetGradEnabled(false)
+	delta := make([]*cuda.Tensor, len(trained))
+	for i, w := range trained {
+		delta[i] = s.Sub(s.Detach(generated[i]), w)
+	}
+	s.SetGradEnabled(true)
+	g := f.net.Gradient(s, generated, delta, weights)
+	s.SetGradEnabled(grad)
+	if s.Err() == nil {
+		f.net.Step(s, g)
+	}
+}
+
+// Loss is FedRoD's with RoD, else each client's cross-entropy.
+func (f *FedTP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
+	if f.RoD {
+		return f.rodPart().Loss(s, m, b, pass)
+	}
+	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
+}
+
+// State is the hypernetwork's parameters and momentum buffers.
+func (f *FedTP) State() ([]string, []*cuda.Tensor) {
+	var names []string
+	for _, n := range f.net.Names() {
+		names = append(names, "hyper/"+n)
+	}
+	for _, n := range f.net.Names() {
+		names = append(names, "hyper_momentum/"+n)
+	}
+	return names, append(append([]*cuda.Tensor(nil), f.net.Params()...), f.net.Buffers()...)
+}
