@@ -23,10 +23,10 @@ import (
 // personal part: Local roles kept by their clients (FedTP+FedPer: the head) or RoD, FedRoD's
 // personal head and balanced-softmax loss (FedTP+FedRoD).
 type FedTP struct {
-	Hyper    hyper.Config // the hypernetwork; Clients is set from the run
-	Roles    []model.Role // generated roles; default attention Q/K/V
-	Local    []model.Role // roles kept by each client (FedTP+FedPer: head)
-	RoD      bool         // FedTP+FedRoD
+	Hyper hyper.Config // the hypernetwork; Clients is set from the run
+	Roles []model.Role // generated roles; default attention Q/K/V
+	Local []model.Role // roles kept by each client (FedTP+FedPer: head)
+	RoD   bool         // FedTP+FedRoD
 
 	net *hyper.Net
 	rod *FedRoD

@@ -28,7 +28,9 @@ func TestFedTPStackedEqualsSequential(t *testing.T) {
 		func() Strategy { return &FedTP{Hyper: smallHyper()} },
 		func() Strategy { return &FedTP{Hyper: smallHyper(), Local: []model.Role{model.RoleHead}} },
 		func() Strategy { return &FedTP{Hyper: smallHyper(), RoD: true} },
-		func() Strategy { return &FedTP{Hyper: smallHyper(), Roles: []model.Role{model.RoleMLP, model.RoleNorm}} },
+		func() Strategy {
+			return &FedTP{Hyper: smallHyper(), Roles: []model.Role{model.RoleMLP, model.RoleNorm}}
+		},
 	} {
 		t.Run(strat().Name(), func(t *testing.T) { checkStackedEqualsSequential(t, st, cfg, strat, smallViT) })
 	}
