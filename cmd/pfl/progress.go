@@ -28,6 +28,10 @@ func (b *barObserver) Round(m fl.RoundMetrics, done, total int, sps float64) {
 	}
 	b.bar.Describe(fmt.Sprintf("loss %.4f%s %.0f samples/s", m.TrainLoss, b.lastAcc, sps))
 	b.bar.Set(done)
+	if done == total { // a suite's next run gets a bar of its own
+		b.bar.Finish()
+		b.bar, b.lastAcc = nil, ""
+	}
 }
 
 func (b *barObserver) Log(msg string) {

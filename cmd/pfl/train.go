@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -94,6 +95,15 @@ func trainCmd(args []string, out io.Writer) error {
 		cfg, err := loadConfig(*path, sets)
 		if err != nil {
 			return err
+		}
+		if len(cfg.Suite) > 0 {
+			sr, err := experiment.RunSuite(ctx, cfg, observer(out))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\n%s\nresults: %s\nplot: %s\n", sr.Table,
+				filepath.Join(sr.Dir, "results.md"), filepath.Join(sr.Dir, "accuracy.png"))
+			return nil
 		}
 		if res, err = experiment.Run(ctx, cfg, observer(out)); err != nil {
 			return err

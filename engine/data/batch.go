@@ -9,15 +9,16 @@ import (
 )
 
 // DeviceImages is an image set held on the device once, as uint8, with its labels:
-// batches are gathered, converted, augmented and normalized there, with no per-round
-// host work beyond the index plan.
+// batches are gathered, converted, augmented, resized and normalized there, with no
+// per-round host work beyond the index plan.
 type DeviceImages struct {
-	X          *cuda.Tensor // [N, C, H, W] uint8
+	X          *cuda.Tensor // [N, C0, H0, W0] uint8 at the stored (native) geometry
 	Y          *cuda.Tensor // [N] int64
-	N, C, H, W int
-	Mean, Std  []float64 // per channel, on the [0, 1] scale
+	N, C, H, W int          // C, H, W: the batch geometry (after UploadConfig's resize and channels)
+	Mean, Std  []float64    // per channel, on the [0, 1] scale
 
-	mean, std *cuda.Tensor // [1, C, 1, 1] float32, uploaded once
+	mean, std *cuda.Tensor // [1, C or C0, 1, 1] float32, uploaded once
+	rh, rwT   *cuda.Tensor // [H, H0] and [W0, W] float32 interpolation matrices; nil: no resize
 }
 
 // ChannelStats is the exact per-channel mean and standard deviation of x on the [0, 1]
@@ -41,36 +42,15 @@ func ChannelStats(x *Images) (mean, std []float64) {
 	return mean, std
 }
 
-// Upload copies x to dev. mean and std (per channel, [0, 1] scale) normalize its batches.
+// Upload copies x to dev. mean and std (per channel, [0, 1] scale) normalize its batches,
+// which keep the stored geometry: UploadWith with only Mean and Std set.
 func Upload(x *Images, dev cuda.Device, mean, std []float64) (*DeviceImages, error) {
-	if err := x.Validate(); err != nil {
-		return nil, err
-	}
-	if len(mean) != x.C || len(std) != x.C {
-		return nil, fmt.Errorf("data: upload %s: %d means and %d stds for %d channels", x.Name, len(mean), len(std), x.C)
-	}
-	for c, s := range std {
-		if !(s > 0) {
-			return nil, fmt.Errorf("data: upload %s: std of channel %d is %g", x.Name, c, s)
-		}
-	}
-	s := cuda.NewScope()
-	defer s.Close()
-	c := int64(x.C)
-	px := cuda.FromSlice(s, dev, x.Pixels, int64(x.N), c, int64(x.H), int64(x.W))
-	y := cuda.FromSlice(s, dev, x.Labels, int64(x.N))
-	m := cuda.FromSlice(s, dev, toF32(mean), 1, c, 1, 1)
-	sd := cuda.FromSlice(s, dev, toF32(std), 1, c, 1, 1)
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("data: upload %s: %w", x.Name, err)
-	}
-	s.Keep(px, y, m, sd)
-	return &DeviceImages{X: px, Y: y, N: x.N, C: x.C, H: x.H, W: x.W, Mean: mean, Std: std, mean: m, std: sd}, nil
+	return UploadWith(x, dev, UploadConfig{Mean: mean, Std: std})
 }
 
 // Close frees the device copy.
 func (d *DeviceImages) Close() error {
-	for _, t := range []*cuda.Tensor{d.X, d.Y, d.mean, d.std} {
+	for _, t := range []*cuda.Tensor{d.X, d.Y, d.mean, d.std, d.rh, d.rwT} {
 		t.Close()
 	}
 	return nil
@@ -231,7 +211,8 @@ type Batch struct {
 }
 
 // Batch assembles step's batch in s: gather the uint8 images, scale to [0, 1], pad and
-// crop and flip, normalize, add noise.
+// crop and flip at the stored size, resize, repeat the grey channel, normalize, add noise
+// (UploadConfig explains the order).
 func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	if step < 0 || step >= p.Steps {
 		s.Fail(fmt.Errorf("data: batch: step %d of %d", step, p.Steps))
@@ -240,10 +221,14 @@ func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	k, b := int64(p.K), int64(p.B)
 	c, h, w := int64(d.C), int64(d.H), int64(d.W)
 	idx := s.Reshape(s.Select(p.index, 0, int64(step)), -1)
-	x := s.DivScalar(s.To(s.IndexSelect(d.X, 0, idx), cuda.Float32), 255) // [KB, C, H, W]
+	x := s.DivScalar(s.To(s.IndexSelect(d.X, 0, idx), cuda.Float32), 255) // [KB, C0, H0, W0]
 	if aug := p.Config.Augment; aug.Pad > 0 || aug.Flip {
 		pad := int64(aug.Pad)
-		x = d.cropFlip(s, x, p, step, pad)
+		x = cropFlip(s, x, p, step, pad)
+	}
+	x = d.resize(s, x) // [KB, C0, H, W]
+	if x.Size(1) != c {
+		x = s.Expand(x, -1, c, h, w) // grey → RGB
 	}
 	dev := d.X.Device()
 	x = s.Reshape(s.Div(s.Sub(x, d.mean), d.std), k, b, c, h, w)
@@ -260,8 +245,9 @@ func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 
 // cropFlip zero-pads x [N, C, H, W] by pad, then takes each sample's H×W window at its
 // (dy, dx), reversed left-right where it flips: two gathers with per-sample index grids.
-func (d *DeviceImages) cropFlip(s *cuda.Scope, x *cuda.Tensor, p *DevicePlan, step int, pad int64) *cuda.Tensor {
-	n, c, h, w := x.Size(0), int64(d.C), int64(d.H), int64(d.W)
+// It works at x's own (stored) size, before any resize.
+func cropFlip(s *cuda.Scope, x *cuda.Tensor, p *DevicePlan, step int, pad int64) *cuda.Tensor {
+	n, c, h, w := x.Size(0), x.Size(1), x.Size(2), x.Size(3)
 	dev := x.Device()
 	if pad > 0 {
 		zr := s.Zeros(cuda.Float32, dev, n, c, pad, w)

@@ -111,6 +111,9 @@ func (sp *Split) Partition(cfg PartitionConfig) (*Federated, error) {
 
 func (f *Federated) partitionFedTP(cfg PartitionConfig, r *rand.Rand) error {
 	tr, te := f.Train, f.Test
+	if te.N == 0 {
+		return fmt.Errorf("data: %s has no official test set (Office-Home); use the fedperfix convention", tr.Name)
+	}
 	switch cfg.Method {
 	case MethodIID:
 		var err error

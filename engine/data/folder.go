@@ -9,8 +9,11 @@ import (
 	_ "image/png"  // register the PNG decoder
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // maxImagePixels bounds the declared width×height of an image before it is decoded.
@@ -19,8 +22,8 @@ const maxImagePixels = 1 << 26
 // LoadImageFolder loads an image-classification folder: root holds one sub-folder per
 // class (class names are the sorted folder names) of PNG or JPEG images (.png, .jpg,
 // .jpeg, any case; other files and hidden files are skipped). Each image is converted
-// to RGB (greyscale replicated, alpha dropped) and resized to size×size with bilinear
-// interpolation (half-pixel centres, as PIL and OpenCV).
+// to RGB (greyscale replicated, alpha dropped) and resized to size×size as PIL's bilinear
+// resize does (resizePIL: antialiased when shrinking; torchvision's Resize on PIL images).
 func LoadImageFolder(name, root string, size int) (*Images, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("data: %s: image size %d, want > 0", root, size)
@@ -38,6 +41,7 @@ func LoadImageFolder(name, root string, size int) (*Images, error) {
 	if x.Classes = len(x.ClassNames); x.Classes == 0 {
 		return nil, fmt.Errorf("data: %s: no class sub-folders", root)
 	}
+	var paths []string
 	for ci, cls := range x.ClassNames {
 		files, err := os.ReadDir(filepath.Join(root, cls))
 		if err != nil {
@@ -52,20 +56,52 @@ func LoadImageFolder(name, root string, size int) (*Images, error) {
 			if f.IsDir() || strings.HasPrefix(f.Name(), ".") {
 				continue
 			}
-			p := filepath.Join(root, cls, f.Name())
-			pix, err := loadImageRGB(p, size)
-			if err != nil {
-				return nil, err
-			}
-			x.Pixels = append(x.Pixels, pix...)
+			paths = append(paths, filepath.Join(root, cls, f.Name()))
 			x.Labels = append(x.Labels, int64(ci))
-			x.N++
 		}
+	}
+	x.N = len(paths)
+	if x.Pixels, err = loadImagesRGB(paths, size); err != nil {
+		return nil, err
 	}
 	if err := x.Validate(); err != nil {
 		return nil, err
 	}
 	return x, nil
+}
+
+// loadImagesRGB loads paths with loadImageRGB on all cores, since decoding and resizing
+// dominate loading a photo folder (about 30 ms for a 1000×800 JPEG to 224², so 8 minutes
+// for Office-Home on one core), and returns their pixels in path order. The error is
+// the first failing file's in path order: after a failure no new file is started, and
+// every file before it was started already.
+func loadImagesRGB(paths []string, size int) ([]uint8, error) {
+	per := 3 * size * size
+	out := make([]uint8, len(paths)*per)
+	errs := make([]error, len(paths))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(paths) && !failed.Load(); i = int(next.Add(1) - 1) {
+				pix, err := loadImageRGB(paths[i], size)
+				if err != nil {
+					errs[i] = err
+					failed.Store(true)
+					continue
+				}
+				copy(out[i*per:], pix)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // loadImageRGB decodes an image file and returns it as 3×size×size CHW pixels.
@@ -86,7 +122,7 @@ func loadImageRGB(path string, size int) ([]uint8, error) {
 		return nil, fmt.Errorf("data: %s: cannot decode image: %w", path, err)
 	}
 	pix, h, w := imageToCHW(img)
-	return resizeBilinear(pix, 3, h, w, size, size), nil
+	return resizePIL(pix, 3, h, w, size, size), nil
 }
 
 // imageToCHW converts img to 3×H×W RGB pixels (greyscale replicated, alpha dropped).
@@ -115,42 +151,6 @@ func imageToCHW(img image.Image) (pix []uint8, h, w int) {
 		}
 	}
 	return pix, h, w
-}
-
-// resizeBilinear resizes c planes of h×w pixels to oh×ow with bilinear interpolation
-// and half-pixel centres: output pixel i samples the input at (i+0.5)·in/out − 0.5,
-// clamped to the image.
-func resizeBilinear(src []uint8, c, h, w, oh, ow int) []uint8 {
-	y0, y1, fy := bilinearTaps(h, oh)
-	x0, x1, fx := bilinearTaps(w, ow)
-	dst := make([]uint8, c*oh*ow)
-	for k := 0; k < c; k++ {
-		in, out := src[k*h*w:(k+1)*h*w], dst[k*oh*ow:(k+1)*oh*ow]
-		for i := 0; i < oh; i++ {
-			top, bot := in[y0[i]*w:], in[y1[i]*w:]
-			for j := 0; j < ow; j++ {
-				t := (1-fx[j])*float64(top[x0[j]]) + fx[j]*float64(top[x1[j]])
-				b := (1-fx[j])*float64(bot[x0[j]]) + fx[j]*float64(bot[x1[j]])
-				out[i*ow+j] = uint8(min(255, (1-fy[i])*t+fy[i]*b+0.5))
-			}
-		}
-	}
-	return dst
-}
-
-// bilinearTaps returns, for each of out positions, the two input indices to blend and
-// the weight of the second.
-func bilinearTaps(in, out int) (lo, hi []int, frac []float64) {
-	lo, hi, frac = make([]int, out), make([]int, out), make([]float64, out)
-	for i := range out {
-		s := max(0, (float64(i)+0.5)*float64(in)/float64(out)-0.5)
-		l := min(int(s), in-1)
-		lo[i], hi[i] = l, min(l+1, in-1)
-		if l < in-1 {
-			frac[i] = s - float64(l)
-		}
-	}
-	return lo, hi, frac
 }
 
 // LoadDomainFolders loads several domains of one dataset (Office-Home's Art, Clipart,

@@ -32,7 +32,9 @@ func greyImage(w, h int, v ...uint8) *image.Gray {
 // replicate3 returns three copies of p, as a greyscale image in CHW RGB.
 func replicate3(p []uint8) []uint8 { return slices.Concat(p, p, p) }
 
-func TestResizeBilinear(t *testing.T) {
+// TestResizePIL checks resizePIL against PIL 9.4's Image.resize(BILINEAR) on the same
+// pixels (values printed by PIL; the 2×2 case is also worked out in TestResizeByHand).
+func TestResizePIL(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		c, h, w, oh, ow int
@@ -48,11 +50,13 @@ func TestResizeBilinear(t *testing.T) {
 		{"constant", 2, 3, 5, 7, 2, slices.Repeat([]uint8{77}, 30), slices.Repeat([]uint8{77}, 28)},
 		{"constant 255", 1, 2, 3, 5, 4, slices.Repeat([]uint8{255}, 6), slices.Repeat([]uint8{255}, 20)},
 		{"identity", 1, 2, 3, 2, 3, []uint8{1, 2, 3, 4, 5, 6}, []uint8{1, 2, 3, 4, 5, 6}},
-		{"halve a row", 1, 1, 4, 1, 2, []uint8{0, 10, 20, 30}, []uint8{5, 25}},
+		// Shrinking 2× widens the triangle to ±2 pixels: output 0 is centred at 1 and
+		// weighs inputs 0, 1, 2 by 3/7, 3/7, 1/7: (0·3 + 10·3 + 20)/7 = 7.1 (unfiltered: 5).
+		{"halve a row", 1, 1, 4, 1, 2, []uint8{0, 10, 20, 30}, []uint8{7, 23}},
 		{"one pixel", 1, 1, 1, 2, 3, []uint8{9}, []uint8{9, 9, 9, 9, 9, 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := resizeBilinear(tc.src, tc.c, tc.h, tc.w, tc.oh, tc.ow)
+			got := resizePIL(tc.src, tc.c, tc.h, tc.w, tc.oh, tc.ow)
 			if !bytes.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

@@ -12,6 +12,8 @@ import (
 //	cifar10:path             the binary version, extracted or the .tar.gz
 //	cifar100:path            likewise, with coarse labels
 //	organamnist:file.npz     MedMNIST's OrganAMNIST (11 classes)
+//	officehome:dir           Office-Home's four domain folders at 224×224, no test set
+//	domains:dir              any dir/<domain>/<class>/<image> tree likewise
 //	synthetic[:n]            class-conditional 3×32×32 data, 10 classes (n train images)
 func Open(spec string) (*Split, error) {
 	kind, path, _ := strings.Cut(spec, ":")
@@ -26,6 +28,10 @@ func Open(spec string) (*Split, error) {
 		return LoadCIFAR100(path)
 	case "organamnist":
 		return LoadMedMNIST("organamnist", path, 11)
+	case "officehome":
+		return LoadOfficeHome(path, OfficeHomeSize)
+	case "domains":
+		return LoadDomains("domains", path, OfficeHomeSize)
 	case "synthetic":
 		n := 5000
 		if path != "" {
@@ -35,5 +41,5 @@ func Open(spec string) (*Split, error) {
 		}
 		return &Split{Train: Synthetic("synthetic/train", n, 3, 32, 32, 10, 1), Test: Synthetic("synthetic/test", max(n/5, 10), 3, 32, 32, 10, 2)}, nil
 	}
-	return nil, fmt.Errorf("data: unknown dataset %q; choose fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz or synthetic[:n]", kind)
+	return nil, fmt.Errorf("data: unknown dataset %q; choose fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, officehome:dir, domains:dir or synthetic[:n]", kind)
 }

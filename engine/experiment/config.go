@@ -11,6 +11,7 @@ import (
 	"pfl/cuda"
 	"pfl/engine/data"
 	"pfl/engine/fl"
+	"pfl/engine/hyper"
 	"pfl/engine/internal/defaults"
 	"pfl/engine/model"
 )
@@ -22,6 +23,11 @@ type Config struct {
 	Out    string `mapstructure:"out"`    // parent folder of run directories; default "runs"
 	Device string `mapstructure:"device"` // cpu, cuda or cuda:N; default cpu
 	Seed   uint64 `mapstructure:"seed"`   // seed of every random stream; default 1
+
+	// Suite lists algorithms to compare: the experiment runs once per name, everything else
+	// equal, and writes a results table and one plot with all curves (RunSuite). Empty:
+	// one run of algorithm.name.
+	Suite []string `mapstructure:"suite"`
 
 	Data      DataConfig      `mapstructure:"data"`
 	Model     ModelConfig     `mapstructure:"model"`
@@ -41,21 +47,54 @@ type DataConfig struct {
 	HoldOut          float64 `mapstructure:"holdout"`            // novel-client fraction; default 0
 	Noise            float64 `mapstructure:"noise"`              // feature-imbalance σ_max; default 0
 	Augment          bool    `mapstructure:"augment"`            // pad-4 crop and flip; default off
+	// TrainSamples and TestSamples keep a random subset of that many images of the
+	// official train and test sets (drawn from the run's seed) before partitioning; 0 keeps
+	// all. For demos and quick checks.
+	TrainSamples int `mapstructure:"train_samples"`
+	TestSamples  int `mapstructure:"test_samples"`
 }
 
-// ModelConfig selects the model.
+// ModelConfig selects the model. The size keys reshape the tiny-vit presets (FedTP's ViT);
+// zero keeps the preset's value.
 type ModelConfig struct {
-	Preset string `mapstructure:"preset"` // a name from `pfl models`; default convnet
-	Depth  int64  `mapstructure:"depth"`  // tiny-vit depth; default the preset's
+	Preset  string `mapstructure:"preset"`   // a name from `pfl models`; default convnet
+	Depth   int64  `mapstructure:"depth"`    // tiny-vit blocks; default the preset's (6 or 8)
+	Patch   int64  `mapstructure:"patch"`    // tiny-vit patch side; default 4 (must divide the image side)
+	Dim     int64  `mapstructure:"dim"`      // tiny-vit token width; default 128
+	Heads   int64  `mapstructure:"heads"`    // tiny-vit attention heads; default 8
+	HeadDim int64  `mapstructure:"head_dim"` // tiny-vit head width; default 64
+	MLP     int64  `mapstructure:"mlp"`      // tiny-vit feed-forward width; default 256
 }
 
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
-	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn, fedrod; default fedavg
+	Name string  `mapstructure:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn, fedrod, fedtp, fedtp-per, fedtp-rod, fedtp-knn; default fedavg
 	Mu   float64 `mapstructure:"mu"`   // FedProx's proximal weight; default 0.01
 	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
 	// paper's) or "ce" (plain cross-entropy); default balanced.
 	GenericLoss string `mapstructure:"generic_loss"`
+	// Generate lists the roles FedTP's hypernetwork generates (the paper's Table V
+	// ablation): role names from `pfl models`, or "encoder" for attn_qkv, attn_out, mlp
+	// and norm; default [attn_qkv].
+	Generate []string    `mapstructure:"generate"`
+	Hyper    HyperConfig `mapstructure:"hyper"`
+	KNN      KNNConfig   `mapstructure:"knn"`
+}
+
+// KNNConfig is FedTP+KNN's evaluation (official code's values).
+type KNNConfig struct {
+	K      int     `mapstructure:"k"`      // neighbours; default 10
+	Weight float64 `mapstructure:"weight"` // weight of the neighbours' vote against the model's softmax; default 0.6
+}
+
+// HyperConfig is FedTP's hypernetwork and its optimizer (official code's values).
+type HyperConfig struct {
+	Embed       int64   `mapstructure:"embed"`        // client-embedding width; default 128 (paper's novel-client study: 32)
+	Hidden      int64   `mapstructure:"hidden"`       // trunk width; default 150
+	Layers      int     `mapstructure:"layers"`       // trunk linear layers; default 4
+	LR          float64 `mapstructure:"lr"`           // β; default train.lr (the official code uses --lr for both)
+	Momentum    float64 `mapstructure:"momentum"`     // default 0.9; negative for none
+	WeightDecay float64 `mapstructure:"weight_decay"` // default 1e-3; negative for none
 }
 
 // TrainConfig is the round loop.
@@ -91,6 +130,11 @@ func (c *Config) Defaults() {
 	defaults.Set(&c.Algorithm.Name, "fedavg")
 	defaults.Set(&c.Algorithm.Mu, 0.01)
 	defaults.Set(&c.Algorithm.GenericLoss, "balanced")
+	defaults.Set(&c.Algorithm.KNN.K, 10)
+	defaults.Set(&c.Algorithm.KNN.Weight, 0.6)
+	if len(c.Algorithm.Generate) == 0 {
+		c.Algorithm.Generate = []string{"attn_qkv"}
+	}
 	t := &c.Train
 	defaults.Set(&t.Rounds, 50)
 	defaults.Set(&t.Participation, 0.1)
@@ -99,6 +143,13 @@ func (c *Config) Defaults() {
 	defaults.Set(&t.LR, 0.01)
 	defaults.Set(&t.EvalEvery, 5)
 	defaults.Set(&t.CheckpointEvery, 10)
+	h := &c.Algorithm.Hyper
+	defaults.Set(&h.Embed, 128)
+	defaults.Set(&h.Hidden, 150)
+	defaults.Set(&h.Layers, 4)
+	defaults.Set(&h.LR, c.Train.LR)
+	defaults.Set(&h.Momentum, 0.9)
+	defaults.Set(&h.WeightDecay, 1e-3)
 	defaults.Set(&c.Name, c.Algorithm.Name+"-"+c.Model.Preset)
 }
 
@@ -114,6 +165,51 @@ var Strategies = map[string]func(c AlgorithmConfig) fl.Strategy{
 	"vanilla-t":    func(AlgorithmConfig) fl.Strategy { return fl.VanillaPersonalizedT() },
 	"vanilla-attn": func(AlgorithmConfig) fl.Strategy { return fl.VanillaAttention() },
 	"fedrod":       func(c AlgorithmConfig) fl.Strategy { return &fl.FedRoD{PlainSoftmax: c.GenericLoss == "ce"} },
+	"fedtp":        func(c AlgorithmConfig) fl.Strategy { return fedTP(c) },
+	"fedtp-per": func(c AlgorithmConfig) fl.Strategy {
+		f := fedTP(c)
+		f.Local = []model.Role{model.RoleHead}
+		return f
+	},
+	"fedtp-knn": func(c AlgorithmConfig) fl.Strategy {
+		f := fedTP(c)
+		f.KNN = fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}
+		return f
+	},
+	"fedtp-rod": func(c AlgorithmConfig) fl.Strategy {
+		f := fedTP(c)
+		f.RoD = true
+		return f
+	},
+}
+
+// fedTP makes FedTP from a validated config.
+func fedTP(c AlgorithmConfig) *fl.FedTP {
+	h := c.Hyper
+	roles, _ := generatedRoles(c.Generate)
+	return &fl.FedTP{Roles: roles, Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
+		LR: h.LR, Momentum: h.Momentum, WeightDecay: h.WeightDecay}}
+}
+
+// generatedRoles reads algorithm.generate.
+func generatedRoles(names []string) ([]model.Role, error) {
+	var out []model.Role
+	for _, n := range names {
+		if n == "encoder" {
+			out = append(out, model.RoleAttnQKV, model.RoleAttnOut, model.RoleMLP, model.RoleNorm)
+			continue
+		}
+		r, ok := model.ParseRole(n)
+		if !ok {
+			var valid []string
+			for _, r := range model.Roles() {
+				valid = append(valid, r.String())
+			}
+			return nil, fmt.Errorf("algorithm.generate: unknown role %q; choose encoder or one of %v", n, valid)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Validate checks what can be checked before loading data, naming the key and the choices.
@@ -123,6 +219,20 @@ func (c Config) Validate() error {
 	}
 	if _, ok := Strategies[c.Algorithm.Name]; !ok {
 		return fmt.Errorf("algorithm.name: unknown algorithm %q; choose one of %s", c.Algorithm.Name, names(Strategies))
+	}
+	for _, a := range c.Suite {
+		if _, ok := Strategies[a]; !ok {
+			return fmt.Errorf("suite: unknown algorithm %q; choose from %s", a, names(Strategies))
+		}
+	}
+	if _, err := generatedRoles(c.Algorithm.Generate); err != nil {
+		return err
+	}
+	if h := c.Algorithm.Hyper; h.Embed < 1 || h.Hidden < 1 || h.Layers < 1 || !(h.LR > 0) || h.Momentum >= 1 {
+		return fmt.Errorf("algorithm.hyper: embed %d, hidden %d and layers %d must be >= 1, lr %g > 0 and momentum %g < 1", h.Embed, h.Hidden, h.Layers, h.LR, h.Momentum)
+	}
+	if k := c.Algorithm.KNN; k.K < 1 || k.Weight < 0 || k.Weight > 1 {
+		return fmt.Errorf("algorithm.knn: k %d must be >= 1 and weight %g in [0, 1]", k.K, k.Weight)
 	}
 	if g := c.Algorithm.GenericLoss; g != "balanced" && g != "ce" {
 		return fmt.Errorf("algorithm.generic_loss: %q; choose balanced or ce", g)

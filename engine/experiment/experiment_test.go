@@ -51,6 +51,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Train.Participation = 0.01; c.Data.Clients = 10 }, "selects no client"},
 		{func(c *Config) { c.Train.Participation = 2 }, "participation"},
 		{func(c *Config) { c.Train.Momentum = 1 }, "momentum"},
+		{func(c *Config) { c.Algorithm.Generate = []string{"attention"} }, "algorithm.generate"},
+		{func(c *Config) { c.Algorithm.Hyper.Layers = -1 }, "algorithm.hyper"},
+		{func(c *Config) { c.Algorithm.GenericLoss = "focal" }, "algorithm.generic_loss"},
 	} {
 		var cfg Config
 		cfg.Defaults()
@@ -58,5 +61,59 @@ func TestValidateNamesTheKey(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one naming %q", err, c.want)
 		}
+	}
+}
+
+func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
+	for _, alg := range []string{"fedtp", "fedtp-per", "fedtp-rod", "fedtp-knn"} {
+		t.Run(alg, func(t *testing.T) {
+			// synthetic 32×32 images; a small tiny-vit (patch 8) built from the size keys
+			cfg := Config{Name: alg, Out: t.TempDir(),
+				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+				Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
+				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}}
+			res, err := Run(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s Summary
+			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			ev, rounds, err := Evaluate(res.Dir)
+			if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
+				t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+			}
+			ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors"))
+			for _, name := range []string{"strategy/hyper/embeddings", "strategy/hyper/heads.blocks.1.attn.qkv.weight", "strategy/hyper_momentum/mlp.3.weight"} {
+				if !strings.Contains(string(ck), name) {
+					t.Errorf("checkpoint lacks %s", name)
+				}
+			}
+		})
+	}
+}
+
+func TestSuiteComparesAlgorithms(t *testing.T) {
+	cfg := Config{Name: "suite", Out: t.TempDir(), Suite: []string{"fedavg", "local"},
+		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}}
+	res, err := RunSuite(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 2 || !strings.Contains(res.Table, "| fedavg |") || !strings.Contains(res.Table, "| local |") {
+		t.Fatalf("table:\n%s", res.Table)
+	}
+	for _, f := range []string{"results.md", "accuracy.png", "accuracy.svg", "fedavg/summary.json", "local/summary.json"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	cfg.Suite = []string{"fedavg", "fedsgd"}
+	if _, err := RunSuite(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "fedsgd") {
+		t.Fatalf("unknown suite member: %v", err)
 	}
 }

@@ -124,6 +124,12 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train"); err != nil {
+		return nil, fmt.Errorf("data.train_samples: %w", err)
+	}
+	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test"); err != nil {
+		return nil, fmt.Errorf("data.test_samples: %w", err)
+	}
 	fed, err := sp.Partition(cfg.partitionConfig())
 	if err != nil {
 		return nil, err
@@ -393,6 +399,17 @@ func builder(mc ModelConfig, x *data.Images, dev cuda.Device) (fl.Builder, error
 		}
 		c := model.TinyViT(classes, depth)
 		c.Image, c.Channels = side, ch
+		for _, o := range []struct {
+			dst *int64
+			v   int64
+		}{{&c.Patch, mc.Patch}, {&c.Dim, mc.Dim}, {&c.Heads, mc.Heads}, {&c.HeadDim, mc.HeadDim}, {&c.MLP, mc.MLP}} {
+			if o.v > 0 {
+				*o.dst = o.v
+			}
+		}
+		if side%c.Patch != 0 {
+			return nil, fmt.Errorf("model.patch: %d does not divide the %d-pixel images", c.Patch, side)
+		}
 		return func(k int, g *cuda.Generator) (model.Model, error) { return model.NewViT(mc.Preset, c, k, dev, dt, g) }, nil
 	case "focalnet-cifar":
 		c := model.FocalNetCIFAR(classes)

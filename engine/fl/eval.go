@@ -97,6 +97,14 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 	}
 	defer dp.Close()
 	s.SetGradEnabled(false)
+	var knn KNN
+	var mem *memory
+	if mz, ok := r.strat.(Memorizer); ok && mz.Memory().K > 0 {
+		knn = mz.Memory()
+		if mem, err = r.buildMemory(s, r.evalM.(model.Headed), ids); err != nil {
+			return nil, nil, err
+		}
+	}
 	k := int64(len(ids))
 	hits := s.Zeros(cuda.Float64, r.cfg.Device, k)
 	losses := s.Zeros(cuda.Float64, r.cfg.Device, k)
@@ -107,7 +115,14 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 		st.Reset()
 		st.SetGradEnabled(false)
 		b := r.test.Batch(st, dp, step)
-		logits := r.evalM.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{})
+		var logits *cuda.Tensor
+		if mem != nil {
+			h := r.evalM.(model.Headed)
+			f := h.Features(st, st.To(b.X, r.cfg.DType), &model.Pass{})
+			logits = knnLogits(st, knn, mem, f, h.Head(st, f, &model.Pass{}))
+		} else {
+			logits = r.evalM.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{})
+		}
 		mask := st.To(b.Mask, cuda.Float64)
 		right := st.To(st.Eq(st.Argmax(logits, -1, false), b.Y), cuda.Float64)
 		c := logits.Size(-1)

@@ -21,12 +21,14 @@ import (
 // MLP, norm layers, or the whole encoder), one hypernetwork head per parameter (for Q/K/V,
 // one per block: the fused projection [3·inner, dim]). The extensions of Table VI add a
 // personal part: Local roles kept by their clients (FedTP+FedPer: the head) or RoD, FedRoD's
-// personal head and balanced-softmax loss (FedTP+FedRoD).
+// personal head and balanced-softmax loss (FedTP+FedRoD); KNN mixes a nearest-neighbour
+// vote into evaluation (FedTP+KNN).
 type FedTP struct {
 	Hyper hyper.Config // the hypernetwork; Clients is set from the run
 	Roles []model.Role // generated roles; default attention Q/K/V
 	Local []model.Role // roles kept by each client (FedTP+FedPer: head)
 	RoD   bool         // FedTP+FedRoD
+	KNN   KNN          // FedTP+KNN: evaluation mixes in a vote of each client's nearest training features
 
 	net *hyper.Net
 	rod *FedRoD
@@ -35,6 +37,8 @@ type FedTP struct {
 // Name is "fedtp", or its extension's name.
 func (f *FedTP) Name() string {
 	switch {
+	case f.KNN.K > 0:
+		return "fedtp-knn"
 	case f.RoD:
 		return "fedtp-rod"
 	case slices.Contains(f.Local, model.RoleHead):
@@ -49,6 +53,9 @@ func (f *FedTP) roles() []model.Role {
 	}
 	return f.Roles
 }
+
+// Memory is the KNN evaluation's configuration (K = 0: off).
+func (f *FedTP) Memory() KNN { return f.KNN }
 
 // Generated reports whether the hypernetwork makes p.
 func (f *FedTP) Generated(p *model.Param) bool {

@@ -100,6 +100,12 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.Devi
 			return nil, err
 		}
 	}
+	if mz, ok := strat.(Memorizer); ok {
+		if err := checkKNN(mz.Memory(), r.global); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
+		}
+	}
 	if b, ok := strat.(Binder); ok {
 		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed}); err != nil {
 			r.Close()

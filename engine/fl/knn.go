@@ -1,0 +1,92 @@
+package fl
+
+import (
+	"fmt"
+	"math"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+// KNN is FedTP+KNN's evaluation (FedTP §IV-E, Table VI; official code's --k_neighbor):
+// each client embeds its own training images with its personalized model (the features the
+// head reads), and every test image takes a vote of its K nearest training features by
+// squared L2 distance (what FAISS's IndexFlatL2 returns), each neighbour weighted by
+// exp(−d/dim); the normalized vote is mixed with the model's softmax as
+// Weight·vote + (1 − Weight)·softmax. Training is unchanged.
+type KNN struct {
+	K      int     // neighbours; 0: off (the official code uses 10)
+	Weight float64 // weight of the vote; the official code uses 0.6
+}
+
+// Memorizer is a Strategy whose clients predict with a KNN memory of their training data.
+type Memorizer interface {
+	Strategy
+	Memory() KNN
+}
+
+// memory is the chunk's clients' training features [K, M, D], labels and mask [K, M].
+type memory struct {
+	feat, y, mask *cuda.Tensor
+}
+
+// buildMemory embeds every training sample of the clients ids with m (evaluation mode), in
+// s: one pass in order, no augmentation, no noise.
+func (r *Run) buildMemory(s *cuda.Scope, m model.Headed, ids []int) (*memory, error) {
+	parts := make([][]int, len(ids))
+	for i, c := range ids {
+		parts[i] = r.fed.Part.Train[c]
+	}
+	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: 1, Batch: r.cfg.EvalBatch, Round: -1})
+	if err != nil {
+		return nil, err
+	}
+	dp, err := plan.Upload(r.cfg.Device, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dp.Close()
+	var feats, ys, masks []*cuda.Tensor
+	for step := 0; step < plan.Steps; step++ {
+		b := r.train.Batch(s, dp, step)
+		feats = append(feats, m.Features(s, s.To(b.X, r.cfg.DType), &model.Pass{}))
+		ys = append(ys, b.Y)
+		masks = append(masks, b.Mask)
+	}
+	mem := &memory{feat: s.Cat(1, feats...), y: s.Cat(1, ys...), mask: s.Cat(1, masks...)}
+	return mem, s.Err()
+}
+
+// knnLogits turns features f [K, B, D] and the model's logits into the log of the mixed
+// distribution, so that argmax and cross-entropy read it as logits.
+func knnLogits(s *cuda.Scope, k KNN, mem *memory, f, logits *cuda.Tensor) *cuda.Tensor {
+	kk, b, d, c := f.Size(0), f.Size(1), f.Size(2), logits.Size(-1)
+	m := mem.feat.Size(1)
+	dist := s.Pow(s.CDist(f, mem.feat, 2), 2) // [K, B, M]
+	// padded memory slots are infinitely far: exp(−1e30/D) = 0 votes
+	far := s.MulScalar(s.AddScalar(s.Neg(s.To(mem.mask, dist.DType())), 1), 1e30)
+	dist = s.Add(dist, s.Unsqueeze(far, 1))
+	n := min(int64(k.K), m)
+	near, idx := s.TopK(dist, n, -1, false, true) // [K, B, n]
+	labels := s.Gather(s.Expand(s.Unsqueeze(mem.y, 1), kk, b, m), 2, idx)
+	sim := s.Exp(s.DivScalar(s.Neg(near), float64(d)))
+	vote := s.ScatterAdd(s.Zeros(sim.DType(), sim.Device(), kk, b, c), 2, labels, sim)
+	vote = s.Div(vote, s.Clamp(s.Sum(vote, true, 2), 1e-30, math.Inf(1)))
+	mixed := s.Add(s.MulScalar(vote, k.Weight), s.MulScalar(s.Softmax(logits, -1), 1-k.Weight))
+	return s.Log(s.Clamp(mixed, 1e-12, math.Inf(1)))
+}
+
+// checkKNN reports a KNN configuration the model cannot serve.
+func checkKNN(k KNN, m model.Model) error {
+	if k.K == 0 {
+		return nil
+	}
+	if k.K < 0 || k.Weight < 0 || k.Weight > 1 {
+		return fmt.Errorf("knn: k %d must be >= 0 and weight %g in [0, 1]", k.K, k.Weight)
+	}
+	if _, ok := m.(model.Headed); !ok {
+		return fmt.Errorf("knn: model %s does not expose the features its head reads", m.Name())
+	}
+	return nil
+}
