@@ -86,6 +86,10 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 			if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
 				t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
 			}
+			emb, err := os.ReadFile(filepath.Join(res.Dir, "embeddings.csv"))
+			if lines := strings.Split(strings.TrimSpace(string(emb)), "\n"); err != nil || len(lines) != 6 || !strings.HasPrefix(lines[0], "client,novel,z0,") || strings.Count(lines[1], ",") != 9 {
+				t.Errorf("embeddings.csv: %v\n%s", err, emb)
+			}
 			ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors"))
 			for _, name := range []string{"strategy/hyper/embeddings", "strategy/hyper/heads.blocks.1.attn.qkv.weight", "strategy/hyper_momentum/mlp.3.weight"} {
 				if !strings.Contains(string(ck), name) {

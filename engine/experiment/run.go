@@ -277,6 +277,9 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	if err := plots(dir, cfg.Name, run.History); err != nil {
 		return nil, err
 	}
+	if err := exportEmbeddings(dir, run); err != nil {
+		return nil, fmt.Errorf("embeddings: %w", err)
+	}
 	return res, nil
 }
 

@@ -463,3 +463,9 @@ func maskedMean(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
 	n := s.Clamp(s.Sum(m, false, 1), 1, math.Inf(1))
 	return s.Div(s.Sum(s.Mul(per, m), false, 1), n)
 }
+
+// Strategy is the run's algorithm.
+func (r *Run) Strategy() Strategy { return r.strat }
+
+// Novel lists the clients held out of training.
+func (r *Run) Novel() []int { return r.fed.Part.Novel }
