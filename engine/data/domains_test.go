@@ -1,6 +1,7 @@
 package data
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,6 +92,26 @@ func TestOpenDomainFoldersErrors(t *testing.T) {
 	for _, spec := range []string{"officehome", "domains:"} {
 		if _, err := Open(spec); err == nil || !strings.Contains(err.Error(), "needs a folder") {
 			t.Errorf("Open(%q): err = %v", spec, err)
+		}
+	}
+}
+
+// TestLoadImageFolderFirstError loads files on all cores, yet always reports the first
+// bad file in path order.
+func TestLoadImageFolderFirstError(t *testing.T) {
+	root := t.TempDir()
+	good := pngBytes(t, greyImage(2, 2, 1, 2, 3, 4))
+	for i := range 40 {
+		b := good
+		if i == 25 || i == 30 || i == 39 {
+			b = []byte("not an image")
+		}
+		putFile(t, root, fmt.Sprintf("a/f%02d.png", i), b)
+	}
+	for range 5 {
+		_, err := LoadImageFolder("x", root, 2)
+		if want := filepath.Join(root, "a", "f25.png"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want one naming %s", err, want)
 		}
 	}
 }

@@ -84,12 +84,16 @@ func loadImagesRGB(paths []string, size int) ([]uint8, error) {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(paths)) {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(paths) && !failed.Load(); i = int(next.Add(1) - 1) {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1) // a file taken is always finished
+				if i >= len(paths) {
+					return
+				}
 				pix, err := loadImageRGB(paths[i], size)
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
-					continue
+					return
 				}
 				copy(out[i*per:], pix)
 			}
