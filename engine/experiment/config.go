@@ -52,6 +52,17 @@ type DataConfig struct {
 	// all. For demos and quick checks.
 	TrainSamples int `mapstructure:"train_samples"`
 	TestSamples  int `mapstructure:"test_samples"`
+	// TrainFrac is each client's training share under the fedperfix convention; default
+	// 0.75 (FedPerfix's CIFAR-100 and OrganAMNIST; its Office-Home uses 0.85).
+	TrainFrac float64 `mapstructure:"train_frac"`
+	// ImageSize resizes every batch to ImageSize×ImageSize on the device (bilinear, as
+	// FedPerfix's 224×224 input); 0 keeps the stored size.
+	ImageSize int `mapstructure:"image_size"`
+	// Channels 3 repeats a grey dataset's channel (OrganAMNIST for an RGB ViT); 0 keeps it.
+	Channels int `mapstructure:"channels"`
+	// Normalize is "dataset" (the training set's channel mean and std) or "half" (mean = std
+	// = 0.5, FedPerfix's transform); default dataset.
+	Normalize string `mapstructure:"normalize"`
 }
 
 // ModelConfig selects the model. The size keys reshape the tiny-vit presets (FedTP's ViT);
@@ -107,7 +118,10 @@ type TrainConfig struct {
 	Momentum      float64 `mapstructure:"momentum"`      // default 0
 	WeightDecay   float64 `mapstructure:"weight_decay"`  // default 0
 	EvalEvery     int     `mapstructure:"eval_every"`    // rounds between evaluations; default 5
-	Sequential    bool    `mapstructure:"sequential"`    // train sampled clients one at a time (reference path)
+	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std
+	// averages the evaluations of the last TailRounds rounds; default 200 (the paper's).
+	TailRounds int  `mapstructure:"tail_rounds"`
+	Sequential bool `mapstructure:"sequential"` // train sampled clients one at a time (reference path)
 	// CheckpointEvery saves the run every so many rounds (and on SIGINT/SIGTERM, and before
 	// stopping on a NaN loss); default 10.
 	CheckpointEvery int `mapstructure:"checkpoint_every"`
@@ -126,6 +140,7 @@ func (c *Config) Defaults() {
 	defaults.Set(&d.Alpha, 0.5)
 	defaults.Set(&d.ClassesPerClient, 2)
 	defaults.Set(&d.MinSize, 10)
+	defaults.Set(&d.Normalize, "dataset")
 	defaults.Set(&c.Model.Preset, "convnet")
 	defaults.Set(&c.Algorithm.Name, "fedavg")
 	defaults.Set(&c.Algorithm.Mu, 0.01)
@@ -142,6 +157,7 @@ func (c *Config) Defaults() {
 	defaults.Set(&t.Batch, 64)
 	defaults.Set(&t.LR, 0.01)
 	defaults.Set(&t.EvalEvery, 5)
+	defaults.Set(&t.TailRounds, 200)
 	defaults.Set(&t.CheckpointEvery, 10)
 	h := &c.Algorithm.Hyper
 	defaults.Set(&h.Embed, 128)
@@ -225,6 +241,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("suite: unknown algorithm %q; choose from %s", a, names(Strategies))
 		}
 	}
+	if n := c.Data.Normalize; n != "dataset" && n != "half" {
+		return fmt.Errorf("data.normalize: %q; choose dataset or half", n)
+	}
+	if c.Data.ImageSize < 0 || (c.Data.Channels != 0 && c.Data.Channels != 3) || c.Data.TrainFrac < 0 || c.Data.TrainFrac >= 1 {
+		return fmt.Errorf("data: image_size %d must be >= 0, channels %d 0 or 3, train_frac %g in [0, 1)", c.Data.ImageSize, c.Data.Channels, c.Data.TrainFrac)
+	}
 	if _, err := generatedRoles(c.Algorithm.Generate); err != nil {
 		return err
 	}
@@ -275,5 +297,5 @@ func names[V any](m map[string]V) string {
 func (c Config) partitionConfig() data.PartitionConfig {
 	return data.PartitionConfig{Method: data.Method(c.Data.Partition), Convention: data.Convention(c.Data.Convention),
 		Clients: c.Data.Clients, Seed: c.Seed, Alpha: c.Data.Alpha, ClassesPerClient: c.Data.ClassesPerClient,
-		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise}
+		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise, TrainFrac: c.Data.TrainFrac}
 }

@@ -54,6 +54,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Generate = []string{"attention"} }, "algorithm.generate"},
 		{func(c *Config) { c.Algorithm.Hyper.Layers = -1 }, "algorithm.hyper"},
 		{func(c *Config) { c.Algorithm.GenericLoss = "focal" }, "algorithm.generic_loss"},
+		{func(c *Config) { c.Data.Normalize = "imagenet" }, "data.normalize"},
+		{func(c *Config) { c.Data.Channels = 2 }, "channels"},
 	} {
 		var cfg Config
 		cfg.Defaults()
@@ -119,5 +121,26 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 	cfg.Suite = []string{"fedavg", "fedsgd"}
 	if _, err := RunSuite(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "fedsgd") {
 		t.Fatalf("unknown suite member: %v", err)
+	}
+}
+
+func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
+	// FedPerfix's OrganAMNIST path in small: grey 28×28 images resized on the device to
+	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB
+	cfg := Config{Name: "resize", Out: t.TempDir(),
+		Data:      DataConfig{Dataset: "fashion-mnist", TrainSamples: 200, TestSamples: 100, Clients: 4, Partition: "iid", ImageSize: 32, Channels: 3, Normalize: "half", Convention: "fedperfix", TrainFrac: 0.85},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
+		Algorithm: AlgorithmConfig{Name: "vanilla-attn"},
+		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}}
+	if _, err := os.Stat("/usr/share/datasets/fashion-mnist"); err != nil {
+		t.Skip("Fashion-MNIST not installed")
+	}
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "config.json"))
+	if !strings.Contains(string(b), `"ImageSize": 32`) {
+		t.Errorf("config.json does not record the resize: %s", b)
 	}
 }

@@ -30,8 +30,8 @@ type Summary struct {
 	P50        float64 `json:"p50"`
 	P90        float64 `json:"p90"`
 	Worst10    float64 `json:"worst10"` // mean accuracy of the worst 10% of clients
-	// FedTP's protocol: micro accuracy averaged over the evaluations of the last 200
-	// rounds (every evaluation when the run is shorter).
+	// FedTP's protocol: micro accuracy averaged over the evaluations of the last
+	// train.tail_rounds rounds (200 in the paper; every evaluation when the run is shorter).
 	TailMean  float64 `json:"tail_mean"`
 	TailStd   float64 `json:"tail_std"`
 	TailEvals int     `json:"tail_evals"`
@@ -146,17 +146,26 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 			return nil, err
 		}
 	}
-	build, err := builder(cfg.Model, sp.Train, dev)
+	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}
+	if cfg.Data.Normalize == "half" {
+		up.Mean, up.Std = make([]float64, sp.Train.C), make([]float64, sp.Train.C)
+		for i := range up.Mean {
+			up.Mean[i], up.Std[i] = 0.5, 0.5
+		}
+	} else {
+		up.Mean, up.Std = data.ChannelStats(sp.Train)
+	}
+	ch, h, w := up.Shape(sp.Train)
+	build, err := builder(cfg.Model, sp.Train.Classes, ch, h, w, dev)
 	if err != nil {
 		return nil, err
 	}
-	mean, std := data.ChannelStats(sp.Train)
-	if se.train, err = data.Upload(fed.Train, dev, mean, std); err != nil {
+	if se.train, err = data.UploadWith(fed.Train, dev, up); err != nil {
 		return nil, err
 	}
 	se.test = se.train
 	if fed.Test != fed.Train {
-		if se.test, err = data.Upload(fed.Test, dev, mean, std); err != nil {
+		if se.test, err = data.UploadWith(fed.Test, dev, up); err != nil {
 			se.train.Close()
 			return nil, err
 		}
@@ -189,6 +198,7 @@ func loadConfigJSON(dir string) (Config, error) {
 		return cfg, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
 	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
+	cfg.Defaults() // keys added after the run was started take their defaults
 	return cfg, nil
 }
 
@@ -268,7 +278,7 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 		}
 	}
 	res := &Result{Dir: dir, History: run.History}
-	res.Summary = summarize(cfg.Name, run.History)
+	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds)
 	res.Summary.WallSeconds = time.Since(start).Seconds()
 	res.Summary.SamplesPerSec = float64(samples) / res.Summary.WallSeconds
 	if err := writeJSON(filepath.Join(dir, "summary.json"), res.Summary); err != nil {
@@ -334,7 +344,7 @@ func roundLine(m fl.RoundMetrics) metricsLine {
 	return l
 }
 
-func summarize(name string, h []fl.RoundMetrics) Summary {
+func summarize(name string, h []fl.RoundMetrics, tailRounds int) Summary {
 	s := Summary{Name: name, Rounds: len(h)}
 	var last *fl.EvalResult
 	var tail []float64
@@ -343,7 +353,7 @@ func summarize(name string, h []fl.RoundMetrics) Summary {
 			continue
 		}
 		last = m.Eval
-		if m.Round >= len(h)-200 {
+		if m.Round >= len(h)-tailRounds {
 			tail = append(tail, m.Eval.Micro)
 		}
 	}
@@ -380,11 +390,11 @@ func writeJSON(path string, v any) error {
 
 // builder adapts a preset to the dataset's image geometry where the model family allows
 // (the CIFAR-sized models take any square image whose side the patch divides).
-func builder(mc ModelConfig, x *data.Images, dev cuda.Device) (fl.Builder, error) {
-	if x.H != x.W {
-		return nil, fmt.Errorf("model: images are %d×%d; the models take square images", x.H, x.W)
+func builder(mc ModelConfig, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
+	if h != w {
+		return nil, fmt.Errorf("model: images are %d×%d; the models take square images (data.image_size resizes)", h, w)
 	}
-	side, ch, classes := int64(x.H), int64(x.C), int64(x.Classes)
+	side, ch, classes := int64(h), int64(nCh), int64(nClasses)
 	dt := cuda.Float32
 	switch mc.Preset {
 	case "convnet", "convnet-bn":
