@@ -1,4 +1,4 @@
-// Package configs embeds the experiment presets, so `pfl train` runs the quick start with
+// Package configs embeds the experiment presets, so `pfl train` runs the demo with
 // no file at hand and `pfl train -c configs/<name>.yaml` reads the same files.
 package configs
 
@@ -9,5 +9,6 @@ import "embed"
 //go:embed *.yaml
 var Files embed.FS
 
-// QuickStart is the name of the default experiment.
-const QuickStart = "quickstart-fmnist.yaml"
+// Demo is the name of the default experiment: FedTP against four baselines on
+// Fashion-MNIST, a few minutes on two CPU cores.
+const Demo = "demo-fedtp-fmnist.yaml"

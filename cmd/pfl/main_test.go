@@ -37,8 +37,11 @@ func TestCLI(t *testing.T) {
 		{[]string{"plot"}, 2, "usage: pfl plot"},
 		{[]string{"plot", "/nonexistent-run"}, 1, "metrics.jsonl"},
 		{[]string{"train", "--resume", "x", "--set", "seed=2"}, 1, "drop -c and --set"},
-		{[]string{"train", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
+		{[]string{"train", "-c", "../../configs/quickstart-fmnist.yaml", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
 			"--set", "train.participation=0.5", "--set", "out=" + tmp}, 0, "run directory"},
+		// the embedded demo (a suite of five algorithms), shrunk to synthetic 32×32 images
+		{[]string{"train", "--set", "data.dataset=synthetic:300", "--set", "data.clients=5", "--set", "train.rounds=1",
+			"--set", "train.participation=0.4", "--set", "model.patch=8", "--set", "out=" + tmp}, 0, "| fedtp |"},
 		{[]string{"plot", "-out", tmp + "/compare.svg", tmp + "/quickstart-fmnist"}, 0, "wrote"},
 		{[]string{"eval", "-clients", tmp + "/quickstart-fmnist"}, 0, "client   3"},
 		{[]string{"eval"}, 2, "usage: pfl eval"},

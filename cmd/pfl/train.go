@@ -24,7 +24,7 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-// loadConfig reads an experiment config: the YAML file (or the embedded quick start),
+// loadConfig reads an experiment config: the YAML file (or the embedded demo),
 // then PFL_* environment variables (PFL_TRAIN_ROUNDS=10), then --set overrides, decoded into
 // the typed struct; an unknown key is an error naming it.
 func loadConfig(path string, sets []string) (experiment.Config, error) {
@@ -37,7 +37,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	var src []byte
 	var err error
 	if path == "" {
-		src, err = configs.Files.ReadFile(configs.QuickStart)
+		src, err = configs.Files.ReadFile(configs.Demo)
 	} else {
 		src, err = os.ReadFile(path)
 	}
@@ -61,7 +61,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	if err != nil {
 		where := path
 		if where == "" {
-			where = "the quick start"
+			where = "the demo"
 		}
 		return cfg, fmt.Errorf("config (%s): %w", where, err)
 	}
@@ -71,7 +71,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 // trainCmd runs an experiment.
 func trainCmd(args []string, out io.Writer) error {
 	fs := newFlags("train", out)
-	path := fs.String("c", "", "experiment config (YAML); empty: the built-in quick start ("+configs.QuickStart+")")
+	path := fs.String("c", "", "experiment config (YAML); empty: the built-in demo ("+configs.Demo+")")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable)")
 	resume := fs.String("resume", "", "continue the run in this run directory from its last checkpoint")
