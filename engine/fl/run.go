@@ -179,6 +179,7 @@ func ids64(ids []int) []int64 {
 }
 
 // load writes the clients' personal rows and the global shared values into m's rows.
+// Generated parameters are left alone: loadGenerated fills them.
 func (r *Run) load(s *cuda.Scope, m model.Model, ids []int) {
 	grad := s.GradEnabled()
 	s.SetGradEnabled(false)
@@ -186,6 +187,9 @@ func (r *Run) load(s *cuda.Scope, m model.Model, ids []int) {
 	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	global := r.global.Params().List
 	for i, p := range m.Params().List {
+		if r.isGen[i] {
+			continue
+		}
 		if r.personal[i] {
 			s.CopyFrom(p.T, s.IndexSelect(r.store[i], 0, idx))
 		} else {

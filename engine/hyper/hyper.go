@@ -222,13 +222,3 @@ func (n *Net) Step(s *cuda.Scope, grads []*cuda.Tensor) {
 		s.CopyFrom(p, s.AddScaled(p, d, -c.LR))
 	}
 }
-
-// declaredCount is the parameter count of a hypernetwork of cfg (defaults applied) for
-// targets, without allocating it.
-func declaredCount(cfg Config, targets []Target) int64 {
-	c := int64(cfg.Clients)*cfg.Embed + cfg.Embed*cfg.Hidden + cfg.Hidden + int64(cfg.Layers-1)*(cfg.Hidden*cfg.Hidden+cfg.Hidden)
-	for _, t := range targets {
-		c += (cfg.Hidden + 1) * numel(t.Shape)
-	}
-	return c
-}
