@@ -33,6 +33,20 @@ type Config struct {
 	Model     ModelConfig     `mapstructure:"model"`
 	Algorithm AlgorithmConfig `mapstructure:"algorithm"`
 	Train     TrainConfig     `mapstructure:"train"`
+	Novel     NovelConfig     `mapstructure:"novel"`
+}
+
+// NovelConfig is the novel-client study (FedTP paper §IV-B.7, Fig. 8), run after training
+// when data.holdout holds clients out: each novel client fine-tunes its personal part on
+// its training split, and its test accuracy is recorded before and after every epoch.
+type NovelConfig struct {
+	Epochs int     `mapstructure:"epochs"` // fine-tuning epochs; default 5
+	LR     float64 `mapstructure:"lr"`     // plain SGD learning rate; default train.lr
+	// Tune lists what FedTP fine-tunes, one study each: embedding (the client's embedding
+	// only) and/or hypernetwork (the whole hypernetwork, a private copy per client);
+	// default both. Other algorithms fine-tune their personal parameters (the whole model
+	// when they have none).
+	Tune []string `mapstructure:"tune"`
 }
 
 // DataConfig selects and partitions the dataset.
@@ -159,6 +173,11 @@ func (c *Config) Defaults() {
 	defaults.Set(&t.EvalEvery, 5)
 	defaults.Set(&t.TailRounds, 200)
 	defaults.Set(&t.CheckpointEvery, 10)
+	defaults.Set(&c.Novel.Epochs, 5)
+	defaults.Set(&c.Novel.LR, c.Train.LR)
+	if len(c.Novel.Tune) == 0 {
+		c.Novel.Tune = []string{fl.TuneEmbedding, fl.TuneHypernetwork}
+	}
 	h := &c.Algorithm.Hyper
 	defaults.Set(&h.Embed, 128)
 	defaults.Set(&h.Hidden, 150)
@@ -255,6 +274,14 @@ func (c Config) Validate() error {
 	}
 	if k := c.Algorithm.KNN; k.K < 1 || k.Weight < 0 || k.Weight > 1 {
 		return fmt.Errorf("algorithm.knn: k %d must be >= 1 and weight %g in [0, 1]", k.K, k.Weight)
+	}
+	for _, m := range c.Novel.Tune {
+		if err := (fl.NovelConfig{Mode: m}).Validate(); err != nil {
+			return fmt.Errorf("novel.tune: %q; choose %s or %s", m, fl.TuneEmbedding, fl.TuneHypernetwork)
+		}
+	}
+	if n := c.Novel; n.Epochs < 1 || !(n.LR > 0) {
+		return fmt.Errorf("novel: epochs %d must be >= 1 and lr %g > 0", n.Epochs, n.LR)
 	}
 	if g := c.Algorithm.GenericLoss; g != "balanced" && g != "ce" {
 		return fmt.Errorf("algorithm.generic_loss: %q; choose balanced or ce", g)

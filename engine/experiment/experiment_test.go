@@ -56,6 +56,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Algorithm.GenericLoss = "focal" }, "algorithm.generic_loss"},
 		{func(c *Config) { c.Data.Normalize = "imagenet" }, "data.normalize"},
 		{func(c *Config) { c.Data.Channels = 2 }, "channels"},
+		{func(c *Config) { c.Novel.Tune = []string{"head"} }, "novel.tune"},
 	} {
 		var cfg Config
 		cfg.Defaults()
@@ -142,5 +143,44 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(res.Dir, "config.json"))
 	if !strings.Contains(string(b), `"ImageSize": 32`) {
 		t.Errorf("config.json does not record the resize: %s", b)
+	}
+}
+
+// TestSuiteStudiesNovelClients holds clients out of training and checks that every run
+// reports the novel-client study: FedTP twice (embedding, hypernetwork), the others once,
+// with one accuracy per fine-tuning epoch, in summary.json, novel.csv, the table and a plot.
+func TestSuiteStudiesNovelClients(t *testing.T) {
+	cfg := Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
+		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
+		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
+		Novel:     NovelConfig{Epochs: 2}}
+	res, err := RunSuite(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"fedtp": {"embedding", "hypernetwork"}, "vanilla-t": {"personal"}, "fedrod": {"personal"}}
+	for _, r := range res.Runs {
+		var tuned []string
+		for _, n := range r.Summary.Novel {
+			tuned = append(tuned, n.Tuned)
+			if len(n.Micro) != 3 || len(n.Mean) != 3 {
+				t.Errorf("%s (%s): %d epochs recorded, want 3", r.Summary.Name, n.Tuned, len(n.Micro))
+			}
+			if !strings.Contains(res.Table, "| "+r.Summary.Name+" ("+n.Tuned+") |") {
+				t.Errorf("table lacks %s (%s):\n%s", r.Summary.Name, n.Tuned, res.Table)
+			}
+		}
+		if strings.Join(tuned, ",") != strings.Join(want[r.Summary.Name], ",") {
+			t.Errorf("%s tuned %v, want %v", r.Summary.Name, tuned, want[r.Summary.Name])
+		}
+		b, err := os.ReadFile(filepath.Join(r.Dir, "novel.csv"))
+		if err != nil || strings.Count(string(b), "\n") != 1+3*len(tuned) {
+			t.Errorf("%s/novel.csv: %v\n%s", r.Summary.Name, err, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, "novel.png")); err != nil {
+		t.Error(err)
 	}
 }

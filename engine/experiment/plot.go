@@ -18,7 +18,7 @@ import (
 
 // plots writes the convergence curves (accuracy and loss vs round) and the final
 // per-client accuracies, each as PNG and SVG.
-func plots(dir, name string, h []fl.RoundMetrics) error {
+func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 	var acc, mean, loss plotter.XYs
 	var last *fl.EvalResult
 	for _, m := range h {
@@ -38,7 +38,12 @@ func plots(dir, name string, h []fl.RoundMetrics) error {
 	if last == nil {
 		return nil
 	}
-	sorted := slices.Clone(last.Accuracy)
+	var sorted []float64 // the clients that trained
+	for c, a := range last.Accuracy {
+		if !slices.Contains(novel, c) {
+			sorted = append(sorted, a)
+		}
+	}
 	slices.Sort(sorted)
 	var per plotter.XYs
 	for i, a := range sorted {

@@ -38,6 +38,9 @@ type Summary struct {
 
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	WallSeconds   float64 `json:"wall_seconds"`
+
+	// Novel is the novel-client study (data.holdout > 0), one entry per tuned part.
+	Novel []NovelSummary `json:"novel,omitempty"`
 }
 
 // Result is a finished experiment.
@@ -278,13 +281,16 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 		}
 	}
 	res := &Result{Dir: dir, History: run.History}
-	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds)
+	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
 	res.Summary.WallSeconds = time.Since(start).Seconds()
 	res.Summary.SamplesPerSec = float64(samples) / res.Summary.WallSeconds
+	if res.Summary.Novel, err = studyNovel(dir, cfg, run); err != nil {
+		return nil, err
+	}
 	if err := writeJSON(filepath.Join(dir, "summary.json"), res.Summary); err != nil {
 		return nil, err
 	}
-	if err := plots(dir, cfg.Name, run.History); err != nil {
+	if err := plots(dir, cfg.Name, run.History, run.Novel()); err != nil {
 		return nil, err
 	}
 	if err := exportEmbeddings(dir, run); err != nil {
@@ -344,7 +350,9 @@ func roundLine(m fl.RoundMetrics) metricsLine {
 	return l
 }
 
-func summarize(name string, h []fl.RoundMetrics, tailRounds int) Summary {
+// summarize computes both protocols' numbers; the per-client percentiles leave out the
+// novel clients, which never trained (EvalResult's own statistics already do).
+func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Summary {
 	s := Summary{Name: name, Rounds: len(h)}
 	var last *fl.EvalResult
 	var tail []float64
@@ -361,7 +369,12 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int) Summary {
 		return s
 	}
 	s.FinalMicro, s.FinalMean, s.FinalStd = last.Micro, last.Mean, last.Std
-	acc := slices.Clone(last.Accuracy)
+	var acc []float64
+	for c, a := range last.Accuracy {
+		if !slices.Contains(novel, c) {
+			acc = append(acc, a)
+		}
+	}
 	slices.Sort(acc)
 	q := func(p float64) float64 { return acc[min(int(p*float64(len(acc))), len(acc)-1)] }
 	s.P10, s.P50, s.P90 = q(0.1), q(0.5), q(0.9)

@@ -46,8 +46,11 @@ func RunSuite(ctx context.Context, cfg Config, obs Observer) (*SuiteResult, erro
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}
-	res.Table = table(res.Runs)
+	res.Table = table(res.Runs) + novelTable(res.Runs)
 	if err := os.WriteFile(filepath.Join(res.Dir, "results.md"), []byte(res.Table), 0o644); err != nil {
+		return res, err
+	}
+	if err := novelPlot(res.Dir, res.Runs); err != nil {
 		return res, err
 	}
 	for _, ext := range []string{".png", ".svg"} {

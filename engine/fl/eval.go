@@ -10,55 +10,72 @@ import (
 	"pfl/engine/rng"
 )
 
-// EvalResult is every client's personalized model on its own test split.
+// EvalResult is every client's personalized model on its own test split. A prediction is
+// one test sample's label, or one character of a text sample.
 type EvalResult struct {
-	Correct, Count []int     // per client
+	Correct, Count []int     // per client: correct predictions, predictions
 	Accuracy       []float64 // per client
-	Loss           []float64 // per client mean test loss
-	Micro          float64   // Σ correct / Σ samples over all clients
-	Mean, Std      float64   // over clients' accuracies
+	Loss           []float64 // per client mean test loss per prediction
+	// Over the clients that train (novel clients, held out of training, are listed per
+	// client but left out here: FineTuneNovel reports them):
+	Micro     float64 // Σ correct / Σ predictions
+	Mean, Std float64 // of the clients' accuracies
 }
 
 // Evaluate runs every client's personalized model (global shared part + its personal
 // rows) on its test split, EvalChunk clients per stacked pass.
 func (r *Run) Evaluate() (EvalResult, error) {
 	n := len(r.fed.Part.Test)
-	res := EvalResult{Correct: make([]int, n), Count: make([]int, n), Accuracy: make([]float64, n), Loss: make([]float64, n)}
+	res := newEvalResult(n)
 	k := r.cfg.EvalChunk
 	for start := 0; start < n; start += k {
 		ids := make([]int, k)
 		for i := range ids {
 			ids[i] = min(start+i, n-1) // the last chunk repeats its last client; extra rows are ignored
 		}
-		correct, loss, err := r.evalChunk(ids)
+		e, err := r.evalChunk(ids)
 		if err != nil {
 			return res, err
 		}
 		for i := 0; i < k && start+i < n; i++ {
-			c := start + i
-			res.Correct[c] = int(math.Round(correct[i]))
-			res.Count[c] = len(r.fed.Part.Test[c])
-			res.Accuracy[c] = correct[i] / float64(res.Count[c])
-			res.Loss[c] = loss[i] / float64(res.Count[c])
+			res.set(start+i, e, i)
 		}
 	}
+	res.summarize(r.trainable)
+	return res, nil
+}
+
+func newEvalResult(n int) EvalResult {
+	return EvalResult{Correct: make([]int, n), Count: make([]int, n), Accuracy: make([]float64, n), Loss: make([]float64, n)}
+}
+
+// set records row i of a chunk's counts as client c's result.
+func (res *EvalResult) set(c int, e evalCounts, i int) {
+	res.Correct[c] = int(math.Round(e.correct[i]))
+	res.Count[c] = int(math.Round(e.count[i]))
+	res.Accuracy[c] = e.correct[i] / e.count[i]
+	res.Loss[c] = e.loss[i] / e.count[i]
+}
+
+// summarize computes Micro, Mean and Std over the clients clients.
+func (res *EvalResult) summarize(clients []int) {
 	var totalC, totalN int
 	var sum, sum2 float64
-	for c := range res.Accuracy {
+	for _, c := range clients {
 		totalC += res.Correct[c]
 		totalN += res.Count[c]
 		sum += res.Accuracy[c]
 		sum2 += res.Accuracy[c] * res.Accuracy[c]
 	}
+	n := float64(len(clients))
 	res.Micro = float64(totalC) / float64(totalN)
-	res.Mean = sum / float64(n)
-	res.Std = math.Sqrt(math.Max(sum2/float64(n)-res.Mean*res.Mean, 0))
-	return res, nil
+	res.Mean = sum / n
+	res.Std = math.Sqrt(math.Max(sum2/n-res.Mean*res.Mean, 0))
 }
 
 // evalChunk returns the number of correct predictions and the summed loss of each of the
 // chunk's clients.
-func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
+func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	r.load(s, r.evalM, ids)
@@ -71,14 +88,22 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 		// fine-tune on the clients' own training data; evalM's rows are reloaded before
 		// the next use, so nothing of it is kept
 		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
-			return nil, nil, err
+			return evalCounts{}, err
 		}
 	}
+	return r.evalModel(s, r.evalM, ids)
+}
+
+// evalModel evaluates m's rows as they are (row i is client ids[i]) on the clients' test
+// splits: the number of correct predictions and the summed loss of each client.
+func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, error) {
+	grad := s.GradEnabled()
+	defer s.SetGradEnabled(grad)
 	parts := make([][]int, len(ids))
 	var noise []float64
 	for i, c := range ids {
 		if len(r.fed.Part.Test[c]) == 0 {
-			return nil, nil, fmt.Errorf("fl: client %d has no test samples", c)
+			return evalCounts{}, fmt.Errorf("fl: client %d has no test samples", c)
 		}
 		parts[i] = r.fed.Part.Test[c]
 		if r.fed.Part.Noise != nil {
@@ -89,11 +114,11 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 	seed := rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "eval", Round: -1, Client: -1})
 	plan, err := data.NewPlan(ids, parts, data.PlanConfig{Epochs: 1, Batch: r.cfg.EvalBatch, Seed: seed, Round: -1})
 	if err != nil {
-		return nil, nil, err
+		return evalCounts{}, err
 	}
 	dp, err := plan.Upload(r.cfg.Device, noise)
 	if err != nil {
-		return nil, nil, err
+		return evalCounts{}, err
 	}
 	defer dp.Close()
 	s.SetGradEnabled(false)
@@ -101,13 +126,14 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 	var mem *memory
 	if mz, ok := r.strat.(Memorizer); ok && mz.Memory().K > 0 {
 		knn = mz.Memory()
-		if mem, err = r.buildMemory(s, r.evalM.(model.Headed), ids); err != nil {
-			return nil, nil, err
+		if mem, err = r.buildMemory(s, m.(model.Headed), ids); err != nil {
+			return evalCounts{}, err
 		}
 	}
 	k := int64(len(ids))
 	hits := s.Zeros(cuda.Float64, r.cfg.Device, k)
 	losses := s.Zeros(cuda.Float64, r.cfg.Device, k)
+	counts := s.Zeros(cuda.Float64, r.cfg.Device, k)
 	st := cuda.NewScope()
 	defer st.Close()
 	st.SetGradEnabled(false)
@@ -117,31 +143,44 @@ func (r *Run) evalChunk(ids []int) (correct, loss []float64, err error) {
 		b := r.test.Batch(st, dp, step)
 		var logits *cuda.Tensor
 		if mem != nil {
-			h := r.evalM.(model.Headed)
-			f := h.Features(st, st.To(b.X, r.cfg.DType), &model.Pass{})
+			h := m.(model.Headed)
+			f := h.Features(st, r.input(st, b.X), &model.Pass{})
 			logits = knnLogits(st, knn, mem, f, h.Head(st, f, &model.Pass{}))
 		} else {
-			logits = r.evalM.Forward(st, st.To(b.X, r.cfg.DType), &model.Pass{})
+			logits = m.Forward(st, r.input(st, b.X), &model.Pass{})
 		}
-		mask := st.To(b.Mask, cuda.Float64)
+		// a sample predicts one label (images) or one per position (text): count positions
+		mask := st.Reshape(st.To(b.Mask, cuda.Float64), k, b.Mask.Size(1), 1)
 		right := st.To(st.Eq(st.Argmax(logits, -1, false), b.Y), cuda.Float64)
 		c := logits.Size(-1)
-		per := st.Reshape(st.CrossEntropy(st.Reshape(logits, -1, c), st.Reshape(b.Y, -1), nil, cuda.ReduceNone, 0), k, -1)
-		s.CopyFrom(hits, st.Add(hits, st.Sum(st.Mul(right, mask), false, 1)))
-		s.CopyFrom(losses, st.Add(losses, st.Sum(st.Mul(st.To(per, cuda.Float64), mask), false, 1)))
+		per := st.CrossEntropy(st.Reshape(logits, -1, c), st.Reshape(b.Y, -1), nil, cuda.ReduceNone, 0)
+		perSample := st.Reshape(st.To(per, cuda.Float64), k, b.Mask.Size(1), -1)
+		sumRows := func(t *cuda.Tensor) *cuda.Tensor { return st.Sum(st.Reshape(t, k, -1), false, 1) }
+		s.CopyFrom(hits, st.Add(hits, sumRows(st.Mul(st.Reshape(right, k, b.Mask.Size(1), -1), mask))))
+		s.CopyFrom(losses, st.Add(losses, sumRows(st.Mul(perSample, mask))))
+		s.CopyFrom(counts, st.Add(counts, st.MulScalar(sumRows(mask), float64(perSample.Size(2)))))
 		if err := st.Err(); err != nil {
-			return nil, nil, err
+			return evalCounts{}, err
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, nil, err
+		return evalCounts{}, err
 	}
-	if correct, err = hits.Float64s(); err != nil {
-		return nil, nil, err
+	var e evalCounts
+	for _, o := range []struct {
+		t   *cuda.Tensor
+		dst *[]float64
+	}{{hits, &e.correct}, {counts, &e.count}, {losses, &e.loss}} {
+		if *o.dst, err = o.t.Float64s(); err != nil {
+			return evalCounts{}, err
+		}
 	}
-	loss, err = losses.Float64s()
-	return correct, loss, err
+	return e, nil
 }
+
+// evalCounts is, per client of a chunk, the correct predictions, the predictions made
+// (test samples, or characters for text) and their summed loss.
+type evalCounts struct{ correct, count, loss []float64 }
 
 // Train runs every round and returns the run's history (also in r.History).
 func (r *Run) Train() ([]RoundMetrics, error) {

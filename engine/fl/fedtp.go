@@ -147,6 +147,19 @@ func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights 
 	}
 }
 
+// TuneParams are the hypernetwork parameters a novel client fine-tunes (paper Fig. 8):
+// the embedding table (TuneEmbedding; only the tuned clients' rows receive gradient) or
+// every parameter (TuneHypernetwork).
+func (f *FedTP) TuneParams(mode string) ([]*cuda.Tensor, error) {
+	switch mode {
+	case TuneEmbedding:
+		return f.net.Params()[:1], nil
+	case TuneHypernetwork:
+		return f.net.Params(), nil
+	}
+	return nil, fmt.Errorf("%s: no tune mode %q (want %q or %q)", f.Name(), mode, TuneEmbedding, TuneHypernetwork)
+}
+
 // Loss is FedRoD's with RoD, else each client's cross-entropy.
 func (f *FedTP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
 	if f.RoD {

@@ -32,7 +32,8 @@ type Run struct {
 	isGen    []bool
 	stacked  model.Model // K = PerRound
 	evalM    model.Model // K = EvalChunk
-	single   model.Model // K = 1, for Sequential
+	single   model.Model // K = 1, for Sequential (and the novel clients' hypernetwork tuning)
+	build    Builder     // the strategy's (wrapped) builder
 
 	// History is every finished round's metrics.
 	History []RoundMetrics
@@ -87,6 +88,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.Devi
 			return wrapped, nil
 		}
 	}
+	r.build = build
 	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
 	for i, k := range []int{1, cfg.PerRound, cfg.EvalChunk} {
 		if *models[i], err = build(k, g); err != nil {
@@ -329,48 +331,6 @@ func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*c
 
 // trainPhase trains the parameters ph selects on the clients' samples parts[id].
 func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase int, ph Phase, met *RoundMetrics) (float64, float64, error) {
-	td := time.Now()
-	own := make([][]int, len(ids))
-	var noise []float64
-	for i, c := range ids {
-		own[i] = parts[c]
-		if r.fed.Part.Noise != nil {
-			noise = append(noise, r.fed.Part.Noise[c])
-		}
-	}
-	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: ph.Epochs, Batch: r.cfg.Batch, Shuffle: true,
-		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
-	if err != nil {
-		return 0, 0, err
-	}
-	steps := plan.Steps
-	if ph.Steps > 0 {
-		steps = min(steps, ph.Steps)
-	}
-	dp, err := plan.Upload(r.cfg.Device, noise)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer dp.Close()
-	k := len(ids)
-	active := make([]float32, steps*k)
-	var pairs float64
-	for step := 0; step < steps; step++ {
-		for i := 0; i < k; i++ {
-			if step < plan.ClientSteps[i] {
-				active[step*k+i] = 1
-				pairs++
-				if met != nil {
-					met.Samples += int(sumMask(plan, step, i))
-				}
-			}
-		}
-	}
-	act := cuda.FromSlice(s, r.cfg.Device, active, int64(steps), int64(k))
-	if met != nil {
-		met.Time.Data += time.Since(td)
-	}
-
 	var train, global []*cuda.Tensor
 	globalList := r.global.Params().List
 	for i, p := range m.Params().List {
@@ -380,10 +340,88 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 	}
 	reg, _ := r.strat.(Regularizer)
-	obj, _ := r.strat.(Objective)
-	rows := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
 	defer opt.close()
+	return r.runSteps(s, m, ids, parts, round, phase, ph.Epochs, ph.Steps, met, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
+		perClient := r.loss(st, m, b, pass)
+		loss := st.Sum(perClient, false)
+		if reg != nil {
+			loss = st.Add(loss, reg.Penalty(st, train, global))
+		}
+		grads := st.Grad([]*cuda.Tensor{loss}, nil, train, cuda.GradOptions{AllowUnused: true})
+		if st.Err() != nil { // e.g. a batch the model cannot take: runSteps says so; do not step
+			return perClient
+		}
+		for i, g := range grads {
+			if g == nil { // a parameter the loss does not reach this pass
+				grads[i] = st.Zeros(train[i].DType(), train[i].Device(), train[i].Shape()...)
+			}
+		}
+		opt.step(st, train, grads, active)
+		return perClient
+	})
+}
+
+// loss is each client's local loss [K]: the strategy's Objective, else the mean
+// cross-entropy over the client's real samples.
+func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
+	if obj, ok := r.strat.(Objective); ok {
+		return obj.Loss(s, m, b, pass)
+	}
+	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
+}
+
+// stepFunc runs one training step on batch b: it returns the clients' losses [K] and
+// updates whatever it trains. active [K] marks the clients whose epochs are not done.
+type stepFunc func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor
+
+// runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
+// parts[id], assembles each step's stacked batch on the device and hands it to step. It
+// returns the sum of the clients' per-step mean losses and how many (client, step) pairs
+// it holds; a non-finite loss is an error naming the clients.
+func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
+	td := time.Now()
+	own := make([][]int, len(ids))
+	var noise []float64
+	for i, c := range ids {
+		own[i] = parts[c]
+		if r.fed.Part.Noise != nil {
+			noise = append(noise, r.fed.Part.Noise[c])
+		}
+	}
+	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
+	if err != nil {
+		return 0, 0, err
+	}
+	steps := plan.Steps
+	if maxSteps > 0 {
+		steps = min(steps, maxSteps)
+	}
+	dp, err := plan.Upload(r.cfg.Device, noise)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer dp.Close()
+	k := len(ids)
+	active := make([]float32, steps*k)
+	var pairs float64
+	for st := 0; st < steps; st++ {
+		for i := 0; i < k; i++ {
+			if st < plan.ClientSteps[i] {
+				active[st*k+i] = 1
+				pairs++
+				if met != nil {
+					met.Samples += int(sumMask(plan, st, i))
+				}
+			}
+		}
+	}
+	act := cuda.FromSlice(s, r.cfg.Device, active, int64(steps), int64(k))
+	if met != nil {
+		met.Time.Data += time.Since(td)
+	}
+	rows := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	// each client's dropout stream, so its masks do not depend on its stack neighbours
 	gens := make([]*cuda.Generator, len(ids))
 	for i, c := range ids {
@@ -397,38 +435,22 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	lossSum := s.Zeros(cuda.Float32, r.cfg.Device, int64(k)) // per client, read once per phase
 	st := cuda.NewScope()
 	defer st.Close()
-	for step := 0; step < steps; step++ {
+	for i := 0; i < steps; i++ {
 		st.Reset()
-		b := r.train.Batch(st, dp, step)
-		x, pass := st.To(b.X, r.cfg.DType), &model.Pass{Train: true, Gens: gens, Mask: b.Mask}
-		var perClient *cuda.Tensor
-		if obj != nil {
-			perClient = obj.Loss(st, m, Batch{X: x, Y: b.Y, Mask: b.Mask, Clients: ids, Rows: rows}, pass)
-		} else {
-			perClient = maskedMean(st, m.Forward(st, x, pass), b.Y, b.Mask)
+		b := r.train.Batch(st, dp, i)
+		batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: rows}
+		perClient := step(st, batch, &model.Pass{Train: true, Gens: gens, Mask: b.Mask}, st.Select(act, 0, int64(i)))
+		if err := st.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
-		loss := st.Sum(perClient, false)
-		if reg != nil {
-			loss = st.Add(loss, reg.Penalty(st, train, global))
-		}
-		grads := st.Grad([]*cuda.Tensor{loss}, nil, train, cuda.GradOptions{AllowUnused: true})
-		if err := st.Err(); err != nil { // e.g. a batch the model cannot take: say so, do not step
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
-		}
-		for i, g := range grads {
-			if g == nil { // a parameter the loss does not reach this pass
-				grads[i] = st.Zeros(train[i].DType(), train[i].Device(), train[i].Shape()...)
-			}
-		}
-		opt.step(st, train, grads, st.Select(act, 0, int64(step)))
 		st.SetGradEnabled(false)
-		s.CopyFrom(lossSum, st.Add(lossSum, st.To(perClient, cuda.Float32)))
+		s.CopyFrom(lossSum, st.Add(lossSum, st.To(st.Detach(perClient), cuda.Float32)))
 		st.SetGradEnabled(true)
 		if err := st.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
 		if err := s.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, step, err)
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
 	}
 	perClient, err := lossSum.Float64s() // one host sync per phase
@@ -447,6 +469,14 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
 	}
 	return total, pairs, nil
+}
+
+// input converts a batch's inputs to the models' dtype; token ids stay integers.
+func (r *Run) input(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
+	if x.DType().IsFloat() {
+		return s.To(x, r.cfg.DType)
+	}
+	return x
 }
 
 func sumMask(p *data.Plan, step, client int) float32 {

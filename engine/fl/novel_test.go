@@ -1,0 +1,250 @@
+package fl
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+// quietViT is smallViT without dropout, so a loss is a plain function of the weights.
+func quietViT(k int, g *cuda.Generator) (model.Model, error) {
+	c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24, Classes: 4, Eps: 1e-5}
+	return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
+}
+
+// novelSetup holds 3 of 6 clients out of training.
+func novelSetup(t *testing.T) *setup {
+	return newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, HoldOut: 0.5, Seed: 3})
+}
+
+func trainedRun(t *testing.T, st *setup, cfg Config, strat Strategy, build Builder) *Run {
+	t.Helper()
+	r, err := New(cfg, strat, st.fed, st.train, st.test, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if _, err := r.Train(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestFineTuneNovel checks the study's bookkeeping for each kind of strategy: epoch 0 is
+// the ordinary evaluation of the novel clients, fine-tuning changes their accuracy, the run
+// itself is left exactly as it was, and the chunked (stacked) study equals the study with
+// one client per chunk (the last chunk of two pads a repeated client that must not count).
+func TestFineTuneNovel(t *testing.T) {
+	st := novelSetup(t)
+	if len(st.fed.Part.Novel) != 3 {
+		t.Fatalf("novel clients %v, want 3", st.fed.Part.Novel)
+	}
+	cases := []struct {
+		strat func() Strategy
+		mode  string
+		tuned string
+	}{
+		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneEmbedding, TuneEmbedding},
+		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneHypernetwork, TuneHypernetwork},
+		{func() Strategy { return VanillaAttention() }, "", "personal"},
+		{func() Strategy { return &FedRoD{} }, "", "personal"},
+		{func() Strategy { return FedAvg() }, "", "model"},
+	}
+	for _, c := range cases {
+		t.Run(c.strat().Name()+"/"+c.tuned, func(t *testing.T) {
+			var curves []NovelCurve
+			for _, chunk := range []int{2, 1} {
+				cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, EvalChunk: chunk, Device: cuda.CPU, DType: cuda.Float64}
+				r := trainedRun(t, st, cfg, c.strat(), quietViT)
+				before, err := r.Evaluate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				state := snapshotState(t, r)
+				curve, err := r.FineTuneNovel(NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if curve.Tuned != c.tuned || len(curve.Accuracy) != 3 || !slices.Equal(curve.Clients, st.fed.Part.Novel) {
+					t.Fatalf("tuned %q, %d epochs, clients %v", curve.Tuned, len(curve.Accuracy), curve.Clients)
+				}
+				for i, cl := range curve.Clients {
+					if curve.Accuracy[0][i] != before.Accuracy[cl] {
+						t.Errorf("client %d before fine-tuning: %g, evaluation says %g", cl, curve.Accuracy[0][i], before.Accuracy[cl])
+					}
+				}
+				if !(curve.Loss[2] < curve.Loss[0]) {
+					t.Errorf("fine-tuning did not lower the novel clients' test loss: %v", curve.Loss)
+				}
+				after, err := r.Evaluate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(before.Accuracy, after.Accuracy) || !slices.Equal(before.Loss, after.Loss) {
+					t.Error("the study changed the run's evaluation")
+				}
+				checkState(t, r, state)
+				curves = append(curves, curve)
+				// a novel client's result does not depend on the others tuned before it
+				last := curve.Clients[len(curve.Clients)-1]
+				alone := []EvalResult{newEvalResult(6), newEvalResult(6), newEvalResult(6)}
+				if _, err := r.tuneNovel(NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode}, []int{last}, alone); err != nil {
+					t.Fatal(err)
+				}
+				for e := range alone {
+					if d := math.Abs(alone[e].Loss[last] - curve.PerClientLoss[e][len(curve.Clients)-1]); d > 1e-12 {
+						t.Fatalf("epoch %d: client %d tuned alone has loss %g, with the others %g", e, last, alone[e].Loss[last], curve.PerClientLoss[e][len(curve.Clients)-1])
+					}
+				}
+			}
+			for e := range curves[0].Accuracy {
+				for i := range curves[0].Accuracy[e] {
+					a, b := curves[0].PerClientLoss[e][i], curves[1].PerClientLoss[e][i]
+					if math.Abs(a-b) > 1e-12 || curves[0].Accuracy[e][i] != curves[1].Accuracy[e][i] {
+						t.Fatalf("epoch %d client %d: chunk of 2 gives loss %g, chunk of 1 %g", e, curves[0].Clients[i], a, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// snapshotState copies the run's global model, store and strategy state to the host.
+func snapshotState(t *testing.T, r *Run) [][]float64 {
+	t.Helper()
+	var out [][]float64
+	for _, ts := range stateTensors(r) {
+		v, err := ts.Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func checkState(t *testing.T, r *Run, want [][]float64) {
+	t.Helper()
+	for i, ts := range stateTensors(r) {
+		if v, _ := ts.Float64s(); !slices.Equal(v, want[i]) {
+			t.Fatalf("state tensor %d changed", i)
+		}
+	}
+}
+
+func stateTensors(r *Run) []*cuda.Tensor {
+	var ts []*cuda.Tensor
+	for i, p := range r.global.Params().List {
+		ts = append(ts, p.T)
+		if r.store[i] != nil {
+			ts = append(ts, r.store[i])
+		}
+	}
+	if sf, ok := r.strat.(Stateful); ok {
+		_, more := sf.State()
+		ts = append(ts, more...)
+	}
+	return ts
+}
+
+// TestTuneGeneratorIsGradientDescent checks the chain rule through the hypernetwork: one
+// fine-tuning step of a novel client (all its training samples in one batch) moves its
+// embedding, and a trunk bias, by −lr times the gradient of its training loss that central
+// finite differences give, in both modes.
+func TestTuneGeneratorIsGradientDescent(t *testing.T) {
+	st := novelSetup(t)
+	c := st.fed.Part.Novel[0]
+	n := len(st.fed.Part.Train[c])
+	for _, mode := range []string{TuneEmbedding, TuneHypernetwork} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := Config{Rounds: 1, PerRound: 2, Batch: n, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
+			f := &FedTP{Hyper: smallHyper()}
+			r := trainedRun(t, st, cfg, f, quietViT)
+			single, err := r.singleModel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			params, _ := f.TuneParams(mode)
+			z, bias := f.Net().Params()[0], f.Net().Params()[2] // embeddings; the first trunk layer's bias
+			e := int(f.Net().Cfg.Embed)
+			probes := []struct {
+				t  *cuda.Tensor
+				at int
+			}{{z, c * e}, {z, c*e + e - 1}, {bias, 0}, {bias, 5}}
+			if mode == TuneEmbedding {
+				probes = probes[:2]
+			}
+			loss := func() float64 { return novelTrainLoss(t, r, f, single, c) }
+			want := make([]float64, len(probes))
+			const h = 1e-6
+			for i, p := range probes {
+				v0 := elem(t, p.t, p.at)
+				setElem(t, p.t, p.at, v0+h)
+				up := loss()
+				setElem(t, p.t, p.at, v0-h)
+				down := loss()
+				setElem(t, p.t, p.at, v0)
+				want[i] = v0 - 0.1*(up-down)/(2*h)
+			}
+			epochs := []EvalResult{newEvalResult(6), newEvalResult(6)}
+			if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, f, params, single, []int{c}, 1, epochs); err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range probes {
+				if got := elem(t, p.t, p.at); math.Abs(got-want[i]) > 1e-7 {
+					t.Errorf("probe %d: after one step %.10g, −lr·finite-difference gradient gives %.10g", i, got, want[i])
+				}
+			}
+		})
+	}
+}
+
+// novelTrainLoss is client c's mean training cross-entropy with its generated weights,
+// all its training samples in one batch.
+func novelTrainLoss(t *testing.T, r *Run, f *FedTP, m model.Model, c int) float64 {
+	t.Helper()
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	rows := cuda.FromSlice(s, cuda.CPU, []int64{int64(c)})
+	r.load(s, m, []int{c})
+	r.loadGenerated(s, m, f.Generate(s, rows))
+	plan, err := data.NewPlan([]int{c}, [][]int{r.fed.Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: len(r.fed.Part.Train[c]), Round: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, err := plan.Upload(cuda.CPU, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	b := r.train.Batch(s, dp, 0)
+	v, err := maskedMean(s, m.Forward(s, r.input(s, b.X), &model.Pass{}), b.Y, b.Mask).Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[0]
+}
+
+func elem(t *testing.T, x *cuda.Tensor, i int) float64 {
+	v, err := x.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[i]
+}
+
+func setElem(t *testing.T, x *cuda.Tensor, i int, v float64) {
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	flat := s.Reshape(x, -1)
+	s.CopyFrom(s.Narrow(flat, 0, int64(i), 1), cuda.FromSlice(s, cuda.CPU, []float64{v}))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
