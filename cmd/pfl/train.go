@@ -52,7 +52,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		if !ok || key == "" {
 			return cfg, fmt.Errorf("--set %q: want key=value, e.g. train.rounds=10", s)
 		}
-		v.Set(key, val)
+		v.Set(key, setValue(val))
 	}
 	err = v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true      // a misspelt key is an error, not a silent default
@@ -66,6 +66,22 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		return cfg, fmt.Errorf("config (%s): %w", where, err)
 	}
 	return cfg, nil
+}
+
+// setValue reads a --set value: "[a, b]" is a list (suite, algorithm.generate, novel.tune),
+// anything else a string that decoding converts to the key's type.
+func setValue(val string) any {
+	inner, ok := strings.CutPrefix(val, "[")
+	if inner, ok2 := strings.CutSuffix(inner, "]"); ok && ok2 {
+		items := []string{}
+		for _, it := range strings.Split(inner, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		return items
+	}
+	return val
 }
 
 // trainCmd runs an experiment.

@@ -77,6 +77,10 @@ type DataConfig struct {
 	// Normalize is "dataset" (the training set's channel mean and std) or "half" (mean = std
 	// = 0.5, FedPerfix's transform); default dataset.
 	Normalize string `mapstructure:"normalize"`
+	// SeqLen is the characters a text model reads per sequence (FedTP's layout: every
+	// window of SeqLen+1 characters is a sequence; FedTP's script uses 10); default 80,
+	// LEAF's (whose JSON fixes it).
+	SeqLen int `mapstructure:"seq_len"`
 }
 
 // ModelConfig selects the model. The size keys reshape the tiny-vit presets (FedTP's ViT);
@@ -155,6 +159,7 @@ func (c *Config) Defaults() {
 	defaults.Set(&d.ClassesPerClient, 2)
 	defaults.Set(&d.MinSize, 10)
 	defaults.Set(&d.Normalize, "dataset")
+	defaults.Set(&d.SeqLen, 80)
 	defaults.Set(&c.Model.Preset, "convnet")
 	defaults.Set(&c.Algorithm.Name, "fedavg")
 	defaults.Set(&c.Algorithm.Mu, 0.01)

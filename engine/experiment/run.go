@@ -105,7 +105,7 @@ const checkpointFile = "checkpoint.safetensors"
 type session struct {
 	dir         string
 	run         *fl.Run
-	train, test *data.DeviceImages
+	train, test data.Samples
 }
 
 func (se *session) close() {
@@ -123,6 +123,9 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 		return nil, err
 	}
 	dev, _ := cuda.ParseDevice(cfg.Device)
+	if data.IsText(cfg.Data.Dataset) {
+		return prepareText(cfg, fresh, dev)
+	}
 	sp, err := data.Open(cfg.Data.Dataset)
 	if err != nil {
 		return nil, err
@@ -163,31 +166,42 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if se.train, err = data.UploadWith(fed.Train, dev, up); err != nil {
+	train, err := data.UploadWith(fed.Train, dev, up)
+	if err != nil {
 		return nil, err
 	}
-	se.test = se.train
+	se.train, se.test = train, train
 	if fed.Test != fed.Train {
 		if se.test, err = data.UploadWith(fed.Test, dev, up); err != nil {
 			se.train.Close()
 			return nil, err
 		}
 	}
+	if err := se.start(cfg, fed, build, dev); err != nil {
+		return nil, err
+	}
+	return se, nil
+}
+
+// start builds the federated run on the session's uploaded data; on an error it frees
+// the data.
+func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device) error {
 	t := cfg.Train
-	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(cfg.Data.Clients)), Epochs: t.Epochs,
+	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
 		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
+	var err error
 	if se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build); err != nil {
 		se.train.Close()
 		if se.test != se.train {
 			se.test.Close()
 		}
-		return nil, err
+		return err
 	}
-	return se, nil
+	return nil
 }
 
 // loadConfigJSON reads the config a run directory was started with.

@@ -47,6 +47,9 @@ func (*FedRoD) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
 func (f *FedRoD) Bind(env Env) error {
 	f.Close()
 	fed, dev, dt := env.Fed, env.Device, env.DType
+	if fed.Train == nil {
+		return fmt.Errorf("FedRoD's balanced softmax counts each client's image labels; the %q partition has no labelled images", fed.Config.Method)
+	}
 	c := fed.Train.Classes
 	n := len(fed.Part.Train)
 	logs := make([]float64, n*c)

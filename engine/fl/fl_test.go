@@ -71,7 +71,7 @@ func tinySplit() *data.Split {
 
 type setup struct {
 	fed         *data.Federated
-	train, test *data.DeviceImages
+	train, test data.Samples
 }
 
 func newSetup(t *testing.T, sp *data.Split, pc data.PartitionConfig) *setup {

@@ -21,7 +21,7 @@ type Run struct {
 	cfg         Config
 	strat       Strategy
 	fed         *data.Federated
-	train, test *data.DeviceImages
+	train, test data.Samples
 	trainable   []int // clients that may be sampled (all but the novel ones)
 
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
@@ -56,7 +56,7 @@ type Timing struct {
 
 // New prepares a run: the initial global model, the store of personal parameters (every
 // client starts from the same initial values) and the stacked models.
-func New(cfg Config, strat Strategy, fed *data.Federated, train, test *data.DeviceImages, build Builder) (*Run, error) {
+func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Samples, build Builder) (*Run, error) {
 	cfg.defaults()
 	n := len(fed.Part.Train)
 	r := &Run{cfg: cfg, strat: strat, fed: fed, train: train, test: test}
@@ -488,11 +488,17 @@ func sumMask(p *data.Plan, step, client int) float32 {
 	return n
 }
 
-// maskedMean is each client's mean cross-entropy over its real samples: logits [K, B, C],
-// labels and mask [K, B] -> [K]; an idle client (no real sample) gives 0.
+// maskedMean is each client's mean loss over its real samples: logits [K, B, C] with
+// labels [K, B], or [K, B, T, C] with a label per position [K, B, T] (text: a sample's
+// loss is the mean over its positions); mask [K, B] -> [K]; an idle client (no real
+// sample) gives 0.
 func maskedMean(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
 	k, b, c := logits.Size(0), logits.Size(1), logits.Size(-1)
-	per := s.Reshape(s.CrossEntropy(s.Reshape(logits, k*b, c), s.Reshape(y, k*b), nil, cuda.ReduceNone, 0), k, b)
+	per := s.CrossEntropy(s.Reshape(logits, -1, c), s.Reshape(y, -1), nil, cuda.ReduceNone, 0)
+	if logits.Dim() > 3 {
+		per = s.Mean(s.Reshape(per, k, b, -1), false, 2)
+	}
+	per = s.Reshape(per, k, b)
 	m := s.To(mask, per.DType())
 	n := s.Clamp(s.Sum(m, false, 1), 1, math.Inf(1))
 	return s.Div(s.Sum(s.Mul(per, m), false, 1), n)

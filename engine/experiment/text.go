@@ -1,0 +1,105 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/model"
+)
+
+// prepareText is prepare for a character-level dataset (FedTP's Shakespeare): one client
+// per role, the roles' own train/test sequences, a text model.
+func prepareText(cfg Config, fresh bool, dev cuda.Device) (*session, error) {
+	t, err := data.OpenText(cfg.Data.Dataset, cfg.Data.SeqLen)
+	if err != nil {
+		return nil, err
+	}
+	tf, err := t.Federate(cfg.Data.Clients, cfg.Data.HoldOut, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("data.clients: %w", err)
+	}
+	build, err := textBuilder(cfg.Model, int64(len(t.Vocab)), int64(tf.Train.Len), dev)
+	if err != nil {
+		return nil, err
+	}
+	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
+	if err := os.MkdirAll(se.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
+			return nil, err
+		}
+		if err := writeJSON(filepath.Join(se.dir, "partition.json"), textManifest(t.Name, tf)); err != nil {
+			return nil, err
+		}
+	}
+	train, err := data.UploadText(tf.Train, dev)
+	if err != nil {
+		return nil, err
+	}
+	test, err := data.UploadText(tf.Test, dev)
+	if err != nil {
+		train.Close()
+		return nil, err
+	}
+	se.train, se.test = train, test
+	if err := se.start(cfg, tf.Fed, build, dev); err != nil {
+		return nil, err
+	}
+	return se, nil
+}
+
+// textPartition is a text run's partition.json: each client's role and sequence counts.
+type textPartition struct {
+	Dataset string   `json:"dataset"`
+	Method  string   `json:"method"`
+	SeqLen  int      `json:"seq_len"`
+	Roles   []string `json:"roles"`
+	Train   []int    `json:"train"`
+	Test    []int    `json:"test"`
+	Novel   []int    `json:"novel,omitempty"`
+}
+
+func textManifest(name string, tf *data.TextFederation) textPartition {
+	m := textPartition{Dataset: name, Method: string(tf.Fed.Config.Method), SeqLen: tf.Train.Len, Roles: tf.IDs, Novel: tf.Fed.Part.Novel}
+	for c := range tf.IDs {
+		m.Train, m.Test = append(m.Train, len(tf.Fed.Part.Train[c])), append(m.Test, len(tf.Fed.Part.Test[c]))
+	}
+	return m
+}
+
+// textBuilder makes the text models: FedTP's Transformer (model.depth, dim, heads,
+// head_dim and mlp resize it; causal) or the LEAF LSTM, for sequences of seqLen.
+func textBuilder(mc ModelConfig, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
+	dt := cuda.Float32
+	switch mc.Preset {
+	case "text-transformer":
+		c := model.TextTransformer(2)
+		c.Vocab, c.SeqLen = vocab, seqLen
+		c.MaxLen = max(c.MaxLen, seqLen)
+		for _, o := range []struct {
+			dst *int64
+			v   int64
+		}{{&c.Depth, mc.Depth}, {&c.Dim, mc.Dim}, {&c.Heads, mc.Heads}, {&c.HeadDim, mc.HeadDim}, {&c.FFN, mc.MLP}} {
+			if o.v > 0 {
+				*o.dst = o.v
+			}
+		}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		return func(k int, g *cuda.Generator) (model.Model, error) {
+			return model.NewTextModel(mc.Preset, c, k, dev, dt, g)
+		}, nil
+	case "lstm":
+		c := model.LSTM()
+		c.Vocab, c.SeqLen = vocab, seqLen
+		return func(k int, g *cuda.Generator) (model.Model, error) { return model.NewLSTM(mc.Preset, c, k, dev, dt, g) }, nil
+	}
+	return nil, fmt.Errorf("model.preset: %q does not read text; a text dataset takes text-transformer or lstm", mc.Preset)
+}
