@@ -7,7 +7,8 @@
 #   bash bench/gpu.sh run       on the GPU machine (python3 with a CUDA torch, nvcc, cmake;
 #                               no Go needed): builds build-cuda/libpfltorch.so against that
 #                               torch, runs the CUDA tests (graph replay, bf16 autocast,
-#                               devices), the smoke run and the benchmarks, prints a table
+#                               devices), the smoke run, the benchmarks and the full-size
+#                               workloads of `pfl bench`, prints their tables
 #   bash bench/gpu.sh           both, on a GPU machine that has Go
 #
 # Logs go to $OUT (if set) or bench/out/. Record the table in bench/RESULTS.md with the
@@ -48,7 +49,14 @@ run() {
   bin/gpu/cuda.test -test.v -test.count=1 >"$out/cuda-tests.log" 2>&1 || status=1
   bin/gpu/smoke.test -test.v -test.count=1 >"$out/smoke-tests.log" 2>&1 || status=1
   bin/gpu/pfl smoke -device cuda | tee "$out/smoke-cuda.txt" || status=1
-  bin/gpu/bench.test -test.run '^$' -test.bench . -test.benchtime 2s >"$out/bench.log" 2>&1 || status=1
+  # BenchmarkWorkloads measures what `pfl bench` runs below: skipped here to spend the
+  # device time once
+  bin/gpu/bench.test -test.run '^$' -test.bench . -test.skip Workloads -test.benchtime 2s >"$out/bench.log" 2>&1 || status=1
+  # one call per workload, so that one failing (say, out of memory) leaves the others
+  local workloads="fedtp-c100-50 fedtp-c100-100 fedperfix-vits transfed-c100"
+  for w in $workloads; do
+    bin/gpu/pfl bench -device cuda -size full -json "$out/workload-$w.json" "$w" >"$out/workload-$w.txt" 2>&1 || status=1
+  done
 
   echo
   echo "== CUDA tests (cuda package) =="
@@ -57,6 +65,12 @@ run() {
   echo
   echo "== benchmarks =="
   grep -E '^Benchmark' "$out/bench.log" || tail -20 "$out/bench.log"
+  echo
+  echo "== workloads (pfl bench, full size) =="
+  for w in $workloads; do
+    echo
+    cat "$out/workload-$w.txt"
+  done
   return $status
 }
 

@@ -2,56 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"sync"
 	"testing"
-	"time"
 
+	"pfl/bench/harness"
 	"pfl/cuda"
 	"pfl/engine/model"
 )
-
-// peak is the float32 matmul rate measured once per process on the benchmark device,
-// the denominator of MFU (the models run in float32 for now).
-var peak struct {
-	once   sync.Once
-	tflops float64
-}
-
-func peakTFLOPS(dev cuda.Device) float64 {
-	peak.once.Do(func() {
-		n := int64(1024)
-		if dev.IsCUDA() {
-			n = 8192
-		}
-		s := cuda.NewScope()
-		defer s.Close()
-		s.SetGradEnabled(false)
-		g, _ := cuda.NewGenerator(1, dev)
-		defer g.Close()
-		x, y := s.Randn(g, cuda.Float32, dev, n, n), s.Randn(g, cuda.Float32, dev, n, n)
-		s.MatMul(x, y) // warm-up
-		cuda.Synchronize(dev)
-		// Timed by hand: testing.Benchmark inside a running benchmark would deadlock.
-		best := 0.0
-		step := cuda.NewScope()
-		defer step.Close()
-		step.SetGradEnabled(false)
-		for r := 0; r < 3; r++ {
-			const reps = 5
-			start := time.Now()
-			for i := 0; i < reps; i++ {
-				step.Reset()
-				step.MatMul(x, y)
-			}
-			cuda.Synchronize(dev)
-			if t := 2 * float64(n*n*n) * reps / time.Since(start).Seconds() / 1e12; t > best {
-				best = t
-			}
-		}
-		peak.tflops = best
-	})
-	return peak.tflops
-}
 
 // workload is one model at one scale.
 type workload struct {
@@ -158,5 +114,9 @@ func benchModel(b *testing.B, dev cuda.Device, w workload, k int64, train bool) 
 	tflops := flops * samples / secs / 1e12
 	b.ReportMetric(samples/secs, "samples/s")
 	b.ReportMetric(tflops, "TFLOP/s")
-	b.ReportMetric(100*tflops/peakTFLOPS(dev), "MFU%")
+	peak, err := harness.PeakTFLOPS(dev, cuda.Float32) // the models run in float32 for now
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(100*tflops/peak, "MFU%")
 }

@@ -10,6 +10,7 @@
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
+//	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 package main
 
 import (
@@ -34,6 +35,7 @@ var commands = []command{
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
+	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
 }
 
 // errUsage marks a usage error (exit status 2); its message has been printed.

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"pfl/bench/harness"
+	"pfl/cuda"
+)
+
+// benchCmd runs benchmark workloads (bench/harness) and prints their table. Flags may come
+// before or after the workload names. A flag that sizes the workload overrides it only
+// when given, so 0 is then an error rather than "the default".
+func benchCmd(args []string, out io.Writer) error {
+	fs := newFlags("bench", out)
+	dev := fs.String("device", "cpu", "cpu, cuda or cuda:N")
+	size := fs.String("size", "auto", "small (seconds on a CPU: tiny data, 2 blocks per stage, 32-pixel inputs), full, or auto: small on the CPU, full on CUDA")
+	jsonPath := fs.String("json", "", "also write the reports to this JSON file")
+	ints := []struct {
+		name, usage string
+		field       func(*harness.Workload) *int
+	}{
+		{"warmup", "untimed rounds before timing", func(w *harness.Workload) *int { return &w.Warmup }},
+		{"measure", "timed rounds", func(w *harness.Workload) *int { return &w.Measure }},
+		{"clients", "clients N", func(w *harness.Workload) *int { return &w.Clients }},
+		{"per-round", "clients sampled per round K", func(w *harness.Workload) *int { return &w.PerRound }},
+		{"epochs", "local epochs", func(w *harness.Workload) *int { return &w.Epochs }},
+		{"batch", "samples per client per step", func(w *harness.Workload) *int { return &w.Batch }},
+		{"samples", "training samples per client", func(w *harness.Workload) *int { return &w.TrainPerClient }},
+		{"test-samples", "test samples per client", func(w *harness.Workload) *int { return &w.TestPerClient }},
+		{"rounds", "rounds of the full run (for the projection)", func(w *harness.Workload) *int { return &w.Rounds }},
+		{"eval-every", "rounds between evaluations of the full run (0: after the last only)", func(w *harness.Workload) *int { return &w.EvalEvery }},
+	}
+	vals := make([]int, len(ints))
+	for i, f := range ints {
+		fs.IntVar(&vals[i], f.name, 0, f.usage+" (default: the workload's)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: pfl bench [flags] <workload>... | all")
+		listWorkloads(out)
+		fmt.Fprintln(out, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(out, "pfl bench: name a workload (or all)")
+		fs.Usage()
+		return errUsage
+	}
+	var ws []harness.Workload
+	for _, n := range names {
+		if n == "all" {
+			ws = append(ws, harness.Workloads()...)
+			continue
+		}
+		w, err := harness.Lookup(n)
+		if err != nil {
+			fmt.Fprintf(out, "pfl bench: unknown workload %q\n", n)
+			listWorkloads(out)
+			return errUsage
+		}
+		ws = append(ws, w)
+	}
+	d, err := cuda.ParseDevice(*dev)
+	if err != nil {
+		return err
+	}
+	if *size != "small" && *size != "full" && *size != "auto" {
+		return fmt.Errorf("-size %q: want small, full or auto", *size)
+	}
+	small := *size == "small" || (*size == "auto" && !d.IsCUDA())
+	if err := harness.CheckDevice(d); err != nil {
+		return err
+	}
+	var jsonFile *os.File
+	if *jsonPath != "" { // created now: a bad path should not wait for minutes of GPU work
+		if jsonFile, err = os.Create(*jsonPath); err != nil {
+			return err
+		}
+		defer jsonFile.Close()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var reports []*harness.Report
+	for _, w := range ws {
+		if small {
+			w = w.Small()
+		}
+		for i, f := range ints {
+			if set[f.name] {
+				*f.field(&w) = vals[i]
+			}
+		}
+		scale := "full size"
+		if small {
+			scale = "small (checks the harness; not the engine's speed)"
+		}
+		fmt.Fprintf(out, "%s on %s, %s: %s@%d, %d of %d clients per round, epochs %d, %d samples per client, batch %d; %d warm-up + %d timed rounds\n",
+			w.Name, d, scale, w.Model.Preset, w.Model.Image, w.PerRound, w.Clients, w.Epochs, w.TrainPerClient, w.Batch, w.Warmup, w.Measure)
+		r, err := harness.Run(w, d)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+	}
+	fmt.Fprintln(out)
+	if err := harness.WriteTable(out, reports); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nTFLOP/s: 6·MACs per training sample over training time; MFU against a matmul peak measured in this process",
+		fmt.Sprintf("(fp32 %.2f TFLOP/s%s).", reports[0].PeakFP32, bf16Note(reports[0])))
+	if jsonFile == nil {
+		return nil
+	}
+	if err := harness.WriteJSON(jsonFile, reports); err != nil {
+		return err
+	}
+	if err := jsonFile.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "wrote", *jsonPath)
+	return nil
+}
+
+// bf16Note names the bfloat16 peak where one was measured (CUDA).
+func bf16Note(r *harness.Report) string {
+	if r.PeakBF16 <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", bf16 %.1f TFLOP/s", r.PeakBF16)
+}
+
+// listWorkloads prints the workloads' names and summaries.
+func listWorkloads(out io.Writer) {
+	fmt.Fprintln(out, "\nWorkloads:")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, w := range harness.Workloads() {
+		fmt.Fprintf(tw, "  %s\t%s\n", w.Name, w.Summary)
+	}
+	fmt.Fprintf(tw, "  %s\t%s\n", "all", "every workload, in this order")
+	tw.Flush()
+}
+
+// parseInterleaved parses flags that may follow positional arguments (the flag package
+// stops at the first non-flag) and returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
