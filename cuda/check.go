@@ -54,7 +54,9 @@ func (s *Scope) checkSameDType(op string, ts ...*Tensor) bool {
 		}
 		if first == nil {
 			first = t
-		} else if t.dtype != first.dtype {
+		} else if t.dtype != first.dtype && !(s.autocast != noAutocast && t.dtype.IsFloat() && first.dtype.IsFloat()) {
+			// under autocast libtorch casts mixed float operands itself (bf16 activations
+			// meet float32 weights by design)
 			s.failf(op, CodeDType, "dtypes %s and %s differ", first.dtype, t.dtype)
 			return false
 		}

@@ -57,6 +57,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Data.Normalize = "imagenet" }, "data.normalize"},
 		{func(c *Config) { c.Data.Channels = 2 }, "channels"},
 		{func(c *Config) { c.Novel.Tune = []string{"head"} }, "novel.tune"},
+		{func(c *Config) { c.Train.Precision = "fp16" }, "train.precision"},
 	} {
 		var cfg Config
 		cfg.Defaults()

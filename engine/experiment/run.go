@@ -193,6 +193,9 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
+	if t.Precision == "bf16" {
+		fc.Autocast = cuda.BFloat16
+	}
 	var err error
 	if se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build); err != nil {
 		se.train.Close()

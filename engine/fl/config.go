@@ -32,6 +32,11 @@ type Config struct {
 	Seed   uint64
 	Device cuda.Device
 	DType  cuda.DType // the models' dtype; batches are converted to it (zero value: float32)
+	// Autocast runs the models' forward and backward passes under autocast to this dtype
+	// (BFloat16: bf16 matmuls and convolutions over float32 master weights, optimizer and
+	// aggregation in float32); the zero value or Float32: off. The hypernetwork stays in
+	// the models' dtype.
+	Autocast cuda.DType
 }
 
 func (c *Config) defaults() {
@@ -56,6 +61,8 @@ func (c Config) Validate(trainable int) error {
 		return fmt.Errorf("fl: learning rate %g, want > 0", c.LR)
 	case c.Momentum < 0 || c.Momentum >= 1 || c.WeightDecay < 0:
 		return fmt.Errorf("fl: momentum %g must be in [0, 1) and weight decay %g >= 0", c.Momentum, c.WeightDecay)
+	case c.Autocast != 0 && c.Autocast != cuda.Float32 && c.Autocast != cuda.BFloat16 && c.Autocast != cuda.Float16:
+		return fmt.Errorf("fl: autocast to %s; want bfloat16, float16 or off", c.Autocast)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("fl: eval every %d rounds", c.EvalEvery)
 	}

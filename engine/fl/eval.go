@@ -141,6 +141,7 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 		st.Reset()
 		st.SetGradEnabled(false)
 		b := r.test.Batch(st, dp, step)
+		r.autocast(st)
 		var logits *cuda.Tensor
 		if mem != nil {
 			h := m.(model.Headed)
@@ -148,6 +149,10 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 			logits = knnLogits(st, knn, mem, f, h.Head(st, f, &model.Pass{}))
 		} else {
 			logits = m.Forward(st, r.input(st, b.X), &model.Pass{})
+		}
+		if r.cfg.Autocast != 0 {
+			st.SetAutocast(cuda.Float32)
+			logits = st.To(logits, cuda.Float32)
 		}
 		// a sample predicts one label (images) or one per position (text): count positions
 		mask := st.Reshape(st.To(b.Mask, cuda.Float64), k, b.Mask.Size(1), 1)

@@ -439,7 +439,11 @@ func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, r
 		st.Reset()
 		b := r.train.Batch(st, dp, i)
 		batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: rows}
+		r.autocast(st)
 		perClient := step(st, batch, &model.Pass{Train: true, Gens: gens, Mask: b.Mask}, st.Select(act, 0, int64(i)))
+		if r.cfg.Autocast != 0 {
+			st.SetAutocast(cuda.Float32)
+		}
 		if err := st.Err(); err != nil {
 			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
@@ -469,6 +473,15 @@ func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, r
 		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
 	}
 	return total, pairs, nil
+}
+
+// autocast turns on the configured autocast for s's later ops (a step's forward and
+// backward; the optimizer's elementwise updates stay in the weights' dtype, as autocast
+// leaves elementwise ops alone).
+func (r *Run) autocast(s *cuda.Scope) {
+	if r.cfg.Autocast != 0 {
+		s.SetAutocast(r.cfg.Autocast)
+	}
 }
 
 // input converts a batch's inputs to the models' dtype; token ids stay integers.
