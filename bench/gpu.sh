@@ -53,9 +53,13 @@ run() {
   # device time once
   bin/gpu/bench.test -test.run '^$' -test.bench . -test.skip Workloads -test.benchtime 2s >"$out/bench.log" 2>&1 || status=1
   # one call per workload, so that one failing (say, out of memory) leaves the others
+  # (the targets are for bf16; fp32 is the reference). PFL_BENCH_PRECISIONS overrides.
   local workloads="fedtp-c100-50 fedtp-c100-100 fedperfix-vits transfed-c100"
+  local precisions=${PFL_BENCH_PRECISIONS:-"bf16 fp32"}
   for w in $workloads; do
-    bin/gpu/pfl bench -device cuda -size full -json "$out/workload-$w.json" "$w" >"$out/workload-$w.txt" 2>&1 || status=1
+    for p in $precisions; do
+      bin/gpu/pfl bench -device cuda -size full -precision "$p" -json "$out/workload-$w-$p.json" "$w" >"$out/workload-$w-$p.txt" 2>&1 || status=1
+    done
   done
 
   echo
@@ -68,8 +72,10 @@ run() {
   echo
   echo "== workloads (pfl bench, full size) =="
   for w in $workloads; do
-    echo
-    cat "$out/workload-$w.txt"
+    for p in $precisions; do
+      echo
+      cat "$out/workload-$w-$p.txt"
+    done
   done
   return $status
 }

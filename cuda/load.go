@@ -153,6 +153,16 @@ func SetNumThreads(n int) error {
 	return nativeSetNumThreads(n)
 }
 
+// SetMatmulPrecision sets libtorch's float32 matmul precision for the process
+// (at::globalContext().setFloat32MatmulPrecision): "highest" keeps float32, "high" lets
+// CUDA matmuls use TF32, "medium" allows bf16 internally. Other values are an error.
+func SetMatmulPrecision(p string) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	return nativeSetMatmulPrecision(p)
+}
+
 // Pinned runs f on a new goroutine locked to its OS thread and returns f's error. Use it
 // for the goroutine that drives libtorch: thread-local state (CUDA-graph capture, the
 // autograd engine's caches, OpenMP pools) then stays on one thread.

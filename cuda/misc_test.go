@@ -85,3 +85,16 @@ func TestUnclosedKeptTensorIsReportedNotFreed(t *testing.T) {
 		t.Fatalf("live tensors %d, want %d", cuda.LiveTensors(), base+1)
 	}
 }
+
+// TestSetMatmulPrecision accepts libtorch's three precisions and names a bad one.
+func TestSetMatmulPrecision(t *testing.T) {
+	for _, p := range []string{"high", "medium", "highest"} {
+		if err := cuda.SetMatmulPrecision(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	err := cuda.SetMatmulPrecision("tf32")
+	if err == nil || !strings.Contains(err.Error(), "tf32") {
+		t.Errorf("a bad precision: %v", err)
+	}
+}

@@ -28,6 +28,7 @@ static const pfl_api *pfl_load(const char *path, char *err, int errlen) {
 	return api;
 }
 
+static int32_t t_set_matmul_precision(const pfl_api *a, const char *p, pfl_status *st) { return a->set_matmul_precision(p, st); }
 static int32_t t_caps(const pfl_api *a, pfl_caps *c, pfl_status *st) { return a->caps(c, st); }
 static int64_t t_live_tensors(const pfl_api *a) { return a->live_tensors(); }
 static int64_t t_live_generators(const pfl_api *a) { return a->live_generators(); }
@@ -164,6 +165,13 @@ func nativeLiveGenerators() int64 { return int64(C.t_live_generators(api)) }
 func nativeSetNumThreads(n int) error {
 	var st C.pfl_status
 	return status("set_num_threads", C.t_set_num_threads(api, C.int32_t(n), &st), &st)
+}
+
+func nativeSetMatmulPrecision(p string) error {
+	cs := C.CString(p)
+	defer C.free(unsafe.Pointer(cs))
+	var st C.pfl_status
+	return status("set_matmul_precision", C.t_set_matmul_precision(api, cs, &st), &st)
 }
 
 func nativeFromData(data unsafe.Pointer, dt DType, shape []int64, dev Device) (unsafe.Pointer, meta, error) {

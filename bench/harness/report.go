@@ -18,6 +18,7 @@ type Report struct {
 	Workload  string `json:"workload"`
 	Device    string `json:"device"`
 	Size      string `json:"size"` // full, or small (see Workload.Small)
+	Precision string `json:"precision"`
 	Model     string `json:"model"`
 	Image     int64  `json:"image"`
 	Algorithm string `json:"algorithm"`
@@ -62,11 +63,14 @@ type Report struct {
 
 func newReport(w Workload, dev cuda.Device, macs, params int64) *Report {
 	c := w.Cost(macs)
-	size := w.Size
+	size, prec := w.Size, w.Precision
 	if size == "" {
 		size = "full"
 	}
-	return &Report{Workload: w.Name, Device: dev.String(), Size: size, Model: w.Model.Preset, Image: w.Model.Image, Algorithm: w.Algorithm.Name,
+	if prec == "" {
+		prec = "fp32"
+	}
+	return &Report{Workload: w.Name, Device: dev.String(), Size: size, Precision: prec, Model: w.Model.Preset, Image: w.Model.Image, Algorithm: w.Algorithm.Name,
 		Clients: w.Clients, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
 		TrainPerClient: w.TrainPerClient, TestPerClient: w.TestPerClient,
 		Rounds: w.Rounds, EvalEvery: w.EvalEvery, Evals: c.Evals, Params: params, MACs: macs,
@@ -111,10 +115,10 @@ func Project(rounds, evalEvery int, round, eval float64) float64 {
 // one evaluation, the peak device memory and the full run's projected wall time.
 func WriteTable(out io.Writer, reports []*Report) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tdevice\tsize\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tdata\ttrain\taggregate\tround\teval\tpeak mem\tprojected\t")
+	fmt.Fprintln(tw, "workload\tdevice\tsize\tprecision\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tdata\ttrain\taggregate\tround\teval\tpeak mem\tprojected\t")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d rounds, %d evals)\t\n",
-			r.Workload, r.Device, r.Size, r.Model, r.Image, r.PerRound, r.Clients, r.SamplesPerSec, r.TrainTFLOPS,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d rounds, %d evals)\t\n",
+			r.Workload, r.Device, r.Size, r.Precision, r.Model, r.Image, r.PerRound, r.Clients, r.SamplesPerSec, r.TrainTFLOPS,
 			percent(r.MFU, r.PeakFP32), percent(r.MFUBF16, r.PeakBF16),
 			seconds(r.DataS), seconds(r.TrainS), seconds(r.AggregateS), seconds(r.RoundS), seconds(r.EvalS),
 			bytes(r.PeakMemory), seconds(r.ProjectedS), r.Rounds, r.Evals)

@@ -68,12 +68,14 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	if rep.PeakFP32, err = PeakTFLOPS(dev, cuda.Float32); err != nil {
 		return nil, err
 	}
-	if dev.IsCUDA() {
+	if dev.IsCUDA() || w.Precision == "bf16" { // a bf16 run's MFU needs the bf16 peak
 		if info, err := cuda.Capabilities(); err == nil && info.HasBF16 {
 			if rep.PeakBF16, err = PeakTFLOPS(dev, cuda.BFloat16); err != nil {
 				return nil, err
 			}
 		}
+	}
+	if dev.IsCUDA() {
 		if _, _, err := cuda.CUDAMemoryStats(dev.Index, true); err != nil {
 			return nil, err
 		}
@@ -95,6 +97,20 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	// evaluation is timed apart.
 	fc := fl.Config{Rounds: w.Warmup + w.Measure + 1, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
 		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev}
+	matmul := "highest"
+	switch w.Precision {
+	case "", "fp32":
+	case "tf32":
+		matmul = "high"
+	case "bf16":
+		fc.Autocast = cuda.BFloat16
+	default:
+		return nil, fmt.Errorf("harness: %s: precision %q; want fp32, tf32 or bf16", w.Name, w.Precision)
+	}
+	if err := cuda.SetMatmulPrecision(matmul); err != nil {
+		return nil, err
+	}
+	defer cuda.SetMatmulPrecision("highest")
 	r, err := fl.New(fc, strat, fed, train, test, build)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %s: %w", w.Name, err)

@@ -35,6 +35,10 @@ type Workload struct {
 	Rounds    int // rounds of the full run (for the projection)
 	EvalEvery int // rounds between evaluations of the full run; 0: after the last only
 
+	// Precision is fp32 (the default), tf32 (CUDA matmuls in TF32) or bf16 (autocast over
+	// float32 weights), as experiment's train.precision.
+	Precision string
+
 	Warmup  int // rounds run before timing (first-call costs, allocator growth)
 	Measure int // rounds timed
 }

@@ -20,6 +20,7 @@ func benchCmd(args []string, out io.Writer) error {
 	dev := fs.String("device", "cpu", "cpu, cuda or cuda:N")
 	size := fs.String("size", "auto", "small (seconds on a CPU: tiny data, 2 blocks per stage, 32-pixel inputs), full, or auto: small on the CPU, full on CUDA")
 	jsonPath := fs.String("json", "", "also write the reports to this JSON file")
+	precision := fs.String("precision", "fp32", "fp32, tf32 (CUDA matmuls in TF32) or bf16 (autocast over float32 weights)")
 	ints := []struct {
 		name, usage string
 		field       func(*harness.Workload) *int
@@ -76,6 +77,9 @@ func benchCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("-size %q: want small, full or auto", *size)
 	}
 	small := *size == "small" || (*size == "auto" && !d.IsCUDA())
+	if p := *precision; p != "fp32" && p != "tf32" && p != "bf16" {
+		return fmt.Errorf("-precision %q: want fp32, tf32 or bf16", p)
+	}
 	if err := harness.CheckDevice(d); err != nil {
 		return err
 	}
@@ -93,6 +97,7 @@ func benchCmd(args []string, out io.Writer) error {
 		if small {
 			w = w.Small()
 		}
+		w.Precision = *precision
 		for i, f := range ints {
 			if set[f.name] {
 				*f.field(&w) = vals[i]

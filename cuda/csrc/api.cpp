@@ -266,6 +266,16 @@ static int32_t api_caps(pfl_caps *c, pfl_status *st) {
   PFL_CATCH(st, "caps")
 }
 
+static int32_t api_set_matmul_precision(const char *p, pfl_status *st) {
+  PFL_TRY
+  if (!p) throw ArgError("null precision");
+  std::string v(p);
+  if (v != "highest" && v != "high" && v != "medium")
+    throw ArgError("matmul precision \"" + v + "\": want highest, high or medium");
+  at::globalContext().setFloat32MatmulPrecision(v);
+  PFL_CATCH(st, "set_matmul_precision")
+}
+
 static int64_t api_live_tensors() { return g_live_tensors.load(); }
 static int64_t api_live_generators() { return g_live_generators.load(); }
 
@@ -506,6 +516,7 @@ static const pfl_api k_api = {
     pfl_cuda_graph_capture_end,
     pfl_cuda_graph_replay,
     pfl_cuda_graph_free,
+    api_set_matmul_precision,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

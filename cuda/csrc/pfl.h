@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 1
+#define PFL_ABI_MINOR 2
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -320,6 +320,10 @@ typedef struct pfl_api {
   int32_t (*cuda_graph_capture_end)(pfl_graph g, pfl_status *st);
   int32_t (*cuda_graph_replay)(pfl_graph g, pfl_status *st);
   void (*cuda_graph_free)(pfl_graph g);
+
+  /* set_matmul_precision is at::globalContext().setFloat32MatmulPrecision: "highest"
+   * (float32), "high" (TF32 on CUDA) or "medium". Added in ABI 1.2. */
+  int32_t (*set_matmul_precision)(const char *precision, pfl_status *st);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

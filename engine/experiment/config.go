@@ -140,9 +140,10 @@ type TrainConfig struct {
 	// averages the evaluations of the last TailRounds rounds; default 200 (the paper's).
 	TailRounds int  `mapstructure:"tail_rounds"`
 	Sequential bool `mapstructure:"sequential"` // train sampled clients one at a time (reference path)
-	// Precision is fp32 (float32 throughout) or bf16 (the models' forward and backward
-	// under bf16 autocast over float32 weights; optimizer, aggregation and the
-	// hypernetwork in float32); default fp32.
+	// Precision is fp32 (float32 throughout), tf32 (float32, with CUDA matmuls in TF32;
+	// the same as fp32 on the CPU) or bf16 (the models' forward and backward under bf16
+	// autocast over float32 weights; optimizer, aggregation and the hypernetwork in
+	// float32); default fp32.
 	Precision string `mapstructure:"precision"`
 	// CheckpointEvery saves the run every so many rounds (and on SIGINT/SIGTERM, and before
 	// stopping on a NaN loss); default 10.
@@ -270,8 +271,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("suite: unknown algorithm %q; choose from %s", a, names(Strategies))
 		}
 	}
-	if p := c.Train.Precision; p != "fp32" && p != "bf16" {
-		return fmt.Errorf("train.precision: %q; choose fp32 or bf16", p)
+	if p := c.Train.Precision; p != "fp32" && p != "tf32" && p != "bf16" {
+		return fmt.Errorf("train.precision: %q; choose fp32, tf32 or bf16", p)
 	}
 	if n := c.Data.Normalize; n != "dataset" && n != "half" {
 		return fmt.Errorf("data.normalize: %q; choose dataset or half", n)

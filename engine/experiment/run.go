@@ -196,6 +196,17 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	if t.Precision == "bf16" {
 		fc.Autocast = cuda.BFloat16
 	}
+	matmul := "highest" // the process-wide setting, so each run sets it
+	if t.Precision == "tf32" {
+		matmul = "high"
+	}
+	if err := cuda.SetMatmulPrecision(matmul); err != nil {
+		se.train.Close()
+		if se.test != se.train {
+			se.test.Close()
+		}
+		return err
+	}
 	var err error
 	if se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build); err != nil {
 		se.train.Close()
