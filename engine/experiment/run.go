@@ -140,17 +140,9 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
-	if err := os.MkdirAll(se.dir, 0o755); err != nil {
+	se, err := newSession(cfg, fresh, fed.WriteManifest)
+	if err != nil {
 		return nil, err
-	}
-	if fresh {
-		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
-			return nil, err
-		}
-		if err := fed.WriteManifest(se.dir); err != nil {
-			return nil, err
-		}
 	}
 	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}
 	if cfg.Data.Normalize == "half" {
@@ -179,6 +171,24 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	}
 	if err := se.start(cfg, fed, build, dev); err != nil {
 		return nil, err
+	}
+	return se, nil
+}
+
+// newSession makes the run directory; a fresh run also writes config.json and, through
+// manifest, the partition's description.
+func newSession(cfg Config, fresh bool, manifest func(dir string) error) (*session, error) {
+	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
+	if err := os.MkdirAll(se.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
+			return nil, err
+		}
+		if err := manifest(se.dir); err != nil {
+			return nil, err
+		}
 	}
 	return se, nil
 }

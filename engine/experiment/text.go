@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"pfl/cuda"
@@ -26,17 +25,11 @@ func prepareText(cfg Config, fresh bool, dev cuda.Device) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
-	if err := os.MkdirAll(se.dir, 0o755); err != nil {
+	se, err := newSession(cfg, fresh, func(dir string) error {
+		return writeJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
+	})
+	if err != nil {
 		return nil, err
-	}
-	if fresh {
-		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
-			return nil, err
-		}
-		if err := writeJSON(filepath.Join(se.dir, "partition.json"), textManifest(t.Name, tf)); err != nil {
-			return nil, err
-		}
 	}
 	train, err := data.UploadText(tf.Train, dev)
 	if err != nil {
