@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,28 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, "novel.png")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRunDirectoryIsLocked refuses a second run into a directory a live process is
+// writing, and takes over a lock whose process is gone.
+func TestRunDirectoryIsLocked(t *testing.T) {
+	cfg := Config{Name: "locked", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Train: TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32}}
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, lockFile)
+	os.WriteFile(lock, []byte(fmt.Sprintln(os.Getpid())), 0o644) // a live process: this one
+	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "another pfl process") {
+		t.Fatalf("a run into a locked directory: %v", err)
+	}
+	os.WriteFile(lock, []byte("999999999\n"), 0o644) // no such process
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatalf("a stale lock was not taken over: %v", err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock outlived the run: %v", err)
 	}
 }

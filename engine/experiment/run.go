@@ -265,6 +265,11 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	if obs == nil {
 		obs = quiet{}
 	}
+	unlock, err := lockDir(filepath.Join(cfg.Out, cfg.Name))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	se, err := prepare(cfg, !resume)
 	if err != nil {
 		return nil, err
