@@ -110,6 +110,11 @@ type session struct {
 
 func (se *session) close() {
 	se.run.Close()
+	se.closeData()
+}
+
+// closeData frees the uploaded data (test may be train itself).
+func (se *session) closeData() {
 	se.train.Close()
 	if se.test != se.train {
 		se.test.Close()
@@ -210,22 +215,14 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	if t.Precision == "tf32" {
 		matmul = "high"
 	}
-	if err := cuda.SetMatmulPrecision(matmul); err != nil {
-		se.train.Close()
-		if se.test != se.train {
-			se.test.Close()
-		}
-		return err
+	err := cuda.SetMatmulPrecision(matmul)
+	if err == nil {
+		se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build)
 	}
-	var err error
-	if se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build); err != nil {
-		se.train.Close()
-		if se.test != se.train {
-			se.test.Close()
-		}
-		return err
+	if err != nil {
+		se.closeData()
 	}
-	return nil
+	return err
 }
 
 // loadConfigJSON reads the config a run directory was started with.

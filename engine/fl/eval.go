@@ -27,19 +27,19 @@ type EvalResult struct {
 func (r *Run) Evaluate() (EvalResult, error) {
 	n := len(r.fed.Part.Test)
 	res := newEvalResult(n)
-	k := r.cfg.EvalChunk
-	for start := 0; start < n; start += k {
-		ids := make([]int, k)
-		for i := range ids {
-			ids[i] = min(start+i, n-1) // the last chunk repeats its last client; extra rows are ignored
-		}
+	all := make([]int, n)
+	for c := range all {
+		all[c] = c
+	}
+	err := r.chunks(all, func(ids []int, valid int) error {
 		e, err := r.evalChunk(ids)
-		if err != nil {
-			return res, err
+		for i := 0; err == nil && i < valid; i++ {
+			res.set(ids[i], e, i)
 		}
-		for i := 0; i < k && start+i < n; i++ {
-			res.set(start+i, e, i)
-		}
+		return err
+	})
+	if err != nil {
+		return res, err
 	}
 	res.summarize(r.trainable)
 	return res, nil
