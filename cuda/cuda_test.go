@@ -134,6 +134,78 @@ func TestCUDAGraphReplayMatchesEager(t *testing.T) {
 	}
 }
 
+// TestCUDAGraphFollowsReseededGenerator captures a dropout draw from a registered
+// generator on the thread's current stream (SetCurrentStream), then replays it after each
+// Reseed: every replay must equal the eager draw of a new generator with that seed, which
+// is what lets one captured training step serve every round.
+func TestCUDAGraphFollowsReseededGenerator(t *testing.T) {
+	dev := requireCUDA(t)
+	err := cuda.Pinned(func() error {
+		eager := func(seed uint64) []float64 {
+			g, err := cuda.NewGenerator(seed, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			s := newScope(t)
+			return values(t, s, s.Dropout(g, s.Ones(cuda.Float32, dev, 1000), 0.5, true))
+		}
+		st, err := cuda.NewStream(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := cuda.SetCurrentStream(dev, st); err != nil {
+			t.Fatal(err)
+		}
+		defer cuda.SetCurrentStream(dev, nil)
+		gen, err := cuda.NewGenerator(1, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gen.Close()
+		s := newScope(t)
+		ones := s.Ones(cuda.Float32, dev, 1000)
+		out := s.Zeros(cuda.Float32, dev, 1000)
+		step := func(sc *cuda.Scope) { sc.CopyFrom(out, sc.Dropout(gen, ones, 0.5, true)) }
+		step(s) // warm-up
+		g, err := cuda.NewGraph()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		if err := g.Register(gen); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.CaptureBegin(st); err != nil {
+			t.Fatal(err)
+		}
+		step(s)
+		if err := g.CaptureEnd(); err != nil {
+			t.Fatal(err)
+		}
+		for _, seed := range []uint64{11, 12, 11} {
+			if err := gen.Reseed(seed); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Replay(); err != nil {
+				t.Fatal(err)
+			}
+			want := eager(seed)
+			got := values(t, s, out)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("seed %d: replayed draw %d = %g, eager %g", seed, i, got[i], want[i])
+				}
+			}
+		}
+		return s.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCUDABF16Autocast(t *testing.T) {
 	dev := requireCUDA(t)
 	testAutocast(t, dev)

@@ -27,6 +27,16 @@ func NewGenerator(seed uint64, dev Device) (*Generator, error) {
 // Device is where g draws.
 func (g *Generator) Device() Device { return g.dev }
 
+// Reseed restarts g from seed, in place: its draws are then those of NewGenerator(seed,
+// g.Device()). A CUDA graph that reads a registered g follows its new seed at the next
+// replay, which is why a run keeps its generators and reseeds them every round.
+func (g *Generator) Reseed(seed uint64) error {
+	if g == nil || g.h == nil {
+		return errorf("generator_set_seed", CodeClosed, "generator is closed")
+	}
+	return nativeGeneratorSetSeed(g.h, seed)
+}
+
 // Close frees g; it is idempotent and nil-safe.
 func (g *Generator) Close() error {
 	if g != nil && g.h != nil {
@@ -110,6 +120,27 @@ func (st *Stream) Synchronize() error {
 	return nativeStreamSynchronize(st.h)
 }
 
+// SetCurrentStream makes st the calling OS thread's current stream on CUDA device dev
+// (nil: the device's default stream): the ops of scopes without their own stream then run
+// on it. It is thread-local, so call it from a locked thread (Pinned) and restore it
+// before the thread is released.
+func SetCurrentStream(dev Device, st *Stream) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	if !dev.IsCUDA() {
+		return errorf("cuda_set_current_stream", CodeArgument, "device %s has no streams", dev)
+	}
+	var h unsafe.Pointer
+	if st != nil {
+		if st.h == nil {
+			return errorf("cuda_set_current_stream", CodeClosed, "stream is closed")
+		}
+		h = st.h
+	}
+	return nativeSetCurrentStream(dev.Index, h)
+}
+
 // Close releases st (pool streams are reused by libtorch); idempotent and nil-safe.
 func (st *Stream) Close() error {
 	if st != nil && st.h != nil {
@@ -159,6 +190,22 @@ func (g *Graph) CaptureBegin(st *Stream) error {
 	}
 	g.capturing = true
 	return nil
+}
+
+// Register lets the capture draw from gen (a CUDA generator): at every replay the graph's
+// draws follow gen's seed and offset then, and advance gen as the eager ops would. Every
+// generator other than the default one that the captured ops use must be registered before
+// CaptureBegin; torch before 2.4 cannot (an error).
+func (g *Graph) Register(gen *Generator) error {
+	switch {
+	case g == nil || g.h == nil:
+		return errorf("cuda_graph_register_generator", CodeClosed, "graph is closed")
+	case gen == nil || gen.h == nil:
+		return errorf("cuda_graph_register_generator", CodeClosed, "generator is closed")
+	case g.capturing || g.captured:
+		return errorf("cuda_graph_register_generator", CodeArgument, "register generators before the capture begins")
+	}
+	return nativeGraphRegisterGenerator(g.h, gen.h)
 }
 
 // CaptureEnd finishes the capture.

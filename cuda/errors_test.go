@@ -95,6 +95,12 @@ func TestNoCUDAIsAClearError(t *testing.T) {
 	if _, err := cuda.NewGraph(); !errors.Is(err, cuda.ErrNoCUDA) {
 		t.Errorf("NewGraph: %v, want ErrNoCUDA", err)
 	}
+	if err := cuda.SetCurrentStream(cuda.CUDA(0), nil); !errors.Is(err, cuda.ErrNoCUDA) {
+		t.Errorf("SetCurrentStream: %v, want ErrNoCUDA", err)
+	}
+	if err := cuda.SetCurrentStream(cuda.CPU, nil); err == nil {
+		t.Error("SetCurrentStream on the CPU: no error")
+	}
 	if _, err := cuda.CUDADeviceCount(); !errors.Is(err, cuda.ErrNoCUDA) || !strings.Contains(err.Error(), "without CUDA") {
 		t.Errorf("CUDADeviceCount: %v, want a 'built without CUDA' error", err)
 	}

@@ -98,3 +98,45 @@ func TestSetMatmulPrecision(t *testing.T) {
 		t.Errorf("a bad precision: %v", err)
 	}
 }
+
+// TestReseedEqualsNewGenerator: a generator reseeded after drawing gives the draws of a new
+// generator with that seed (uniform, normal and Bernoulli dropout masks), on every device
+// the build has; a run relies on it to keep its generators for the whole run.
+func TestReseedEqualsNewGenerator(t *testing.T) {
+	devs := []cuda.Device{cuda.CPU}
+	if n, err := cuda.CUDADeviceCount(); err == nil && n > 0 {
+		devs = append(devs, cuda.CUDA(0))
+	}
+	for _, dev := range devs {
+		draw := func(g *cuda.Generator) []float64 {
+			s := newScope(t)
+			x := s.Cat(0, s.Rand(g, cuda.Float32, dev, 7), s.Randn(g, cuda.Float32, dev, 5),
+				s.Dropout(g, s.Ones(cuda.Float32, dev, 9), 0.5, true))
+			return values(t, s, x)
+		}
+		fresh, err := cuda.NewGenerator(42, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		used, err := cuda.NewGenerator(7, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer used.Close()
+		draw(used)
+		if err := used.Reseed(42); err != nil {
+			t.Fatal(err)
+		}
+		want, got := draw(fresh), draw(used)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: draw %d after Reseed(42) = %g, a new generator gives %g", dev, i, got[i], want[i])
+			}
+		}
+		used.Close()
+		if err := used.Reseed(1); !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("Reseed of a closed generator: %v, want ErrClosed", err)
+		}
+	}
+}

@@ -93,6 +93,15 @@ static int32_t t_graph_begin(const pfl_api *a, pfl_graph g, pfl_stream s, pfl_st
 static int32_t t_graph_end(const pfl_api *a, pfl_graph g, pfl_status *st) { return a->cuda_graph_capture_end(g, st); }
 static int32_t t_graph_replay(const pfl_api *a, pfl_graph g, pfl_status *st) { return a->cuda_graph_replay(g, st); }
 static void t_graph_free(const pfl_api *a, pfl_graph g) { a->cuda_graph_free(g); }
+static int32_t t_gen_set_seed(const pfl_api *a, pfl_generator g, uint64_t seed, pfl_status *st) {
+	return a->generator_set_seed(g, seed, st);
+}
+static int32_t t_graph_register(const pfl_api *a, pfl_graph g, pfl_generator gen, pfl_status *st) {
+	return a->cuda_graph_register_generator(g, gen, st);
+}
+static int32_t t_set_stream(const pfl_api *a, int32_t d, pfl_stream s, pfl_status *st) {
+	return a->cuda_set_current_stream(d, s, st);
+}
 */
 import "C"
 
@@ -345,6 +354,11 @@ func nativeGeneratorNew(seed uint64, dev Device) (unsafe.Pointer, error) {
 	return unsafe.Pointer(out), status("generator", rc, &st)
 }
 
+func nativeGeneratorSetSeed(h unsafe.Pointer, seed uint64) error {
+	var st C.pfl_status
+	return status("generator_set_seed", C.t_gen_set_seed(api, C.pfl_generator(h), C.uint64_t(seed), &st), &st)
+}
+
 func nativeGeneratorFree(h unsafe.Pointer) { C.t_gen_free(api, C.pfl_generator(h)) }
 
 func nativeCUDADeviceCount() (int, error) {
@@ -413,6 +427,16 @@ func nativeGraphCaptureEnd(g unsafe.Pointer) error {
 func nativeGraphReplay(g unsafe.Pointer) error {
 	var st C.pfl_status
 	return status("cuda_graph_replay", C.t_graph_replay(api, C.pfl_graph(g), &st), &st)
+}
+
+func nativeGraphRegisterGenerator(g, gen unsafe.Pointer) error {
+	var st C.pfl_status
+	return status("cuda_graph_register_generator", C.t_graph_register(api, C.pfl_graph(g), C.pfl_generator(gen), &st), &st)
+}
+
+func nativeSetCurrentStream(d int, s unsafe.Pointer) error {
+	var st C.pfl_status
+	return status("cuda_set_current_stream", C.t_set_stream(api, C.int32_t(d), C.pfl_stream(s), &st), &st)
 }
 
 func nativeGraphFree(g unsafe.Pointer) { C.t_graph_free(api, C.pfl_graph(g)) }

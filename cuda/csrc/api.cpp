@@ -461,6 +461,14 @@ static int32_t api_generator_new(uint64_t seed, int32_t device_type, int32_t dev
   PFL_CATCH(st, "generator_new")
 }
 
+static int32_t api_generator_set_seed(pfl_generator g, uint64_t seed, pfl_status *st) {
+  PFL_TRY
+  if (!g) throw ArgError("null generator");
+  std::lock_guard<std::mutex> lock(g->g.mutex());
+  g->g.set_current_seed(seed);
+  PFL_CATCH(st, "generator_set_seed")
+}
+
 static void api_generator_free(pfl_generator g) {
   if (!g) return;
   delete g;
@@ -481,6 +489,8 @@ int32_t pfl_cuda_graph_capture_begin(pfl_graph, pfl_stream, pfl_status *);
 int32_t pfl_cuda_graph_capture_end(pfl_graph, pfl_status *);
 int32_t pfl_cuda_graph_replay(pfl_graph, pfl_status *);
 void pfl_cuda_graph_free(pfl_graph);
+int32_t pfl_cuda_graph_register_generator(pfl_graph, pfl_generator, pfl_status *);
+int32_t pfl_cuda_set_current_stream(int32_t, pfl_stream, pfl_status *);
 
 static const pfl_api k_api = {
     sizeof(pfl_api),
@@ -517,6 +527,9 @@ static const pfl_api k_api = {
     pfl_cuda_graph_replay,
     pfl_cuda_graph_free,
     api_set_matmul_precision,
+    api_generator_set_seed,
+    pfl_cuda_graph_register_generator,
+    pfl_cuda_set_current_stream,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

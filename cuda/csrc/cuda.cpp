@@ -149,6 +149,35 @@ int32_t pfl_cuda_graph_replay(pfl_graph g, pfl_status *st) {
 
 void pfl_cuda_graph_free(pfl_graph g) { delete g; }
 
+int32_t pfl_cuda_graph_register_generator(pfl_graph g, pfl_generator gen, pfl_status *st) {
+  PFL_TRY
+  if (!g || !gen) throw ArgError("null graph or generator");
+  if (g->stream) throw ArgError("register generators before the capture begins");
+  if (gen->g.device().type() != at::kCUDA)
+    throw ArgError("a " + gen->g.device().str() + " generator cannot be read by a CUDA graph");
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  g->g.register_generator_state(gen->g);
+#else
+  throw ArgError("a CUDA graph reads custom generators from torch 2.4 on; this build has " +
+                 std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR));
+#endif
+  PFL_CATCH(st, "cuda_graph_register_generator")
+}
+
+int32_t pfl_cuda_set_current_stream(int32_t d, pfl_stream s, pfl_status *st) {
+  PFL_TRY
+  check_device(d);
+  if (s) {
+    if (s->s.device_index() != d)
+      throw ArgError("stream is on CUDA device " + std::to_string(s->s.device_index()) +
+                     ", not " + std::to_string(d));
+    c10::cuda::setCurrentCUDAStream(s->s);
+  } else {
+    c10::cuda::setCurrentCUDAStream(c10::cuda::getDefaultCUDAStream(static_cast<c10::DeviceIndex>(d)));
+  }
+  PFL_CATCH(st, "cuda_set_current_stream")
+}
+
 #else  // CPU build
 
 #define PFL_NO_CUDA(name)        \
@@ -186,6 +215,12 @@ int32_t pfl_cuda_graph_capture_end(pfl_graph, pfl_status *st) {
 }
 int32_t pfl_cuda_graph_replay(pfl_graph, pfl_status *st) { PFL_NO_CUDA("cuda_graph_replay") }
 void pfl_cuda_graph_free(pfl_graph) {}
+int32_t pfl_cuda_graph_register_generator(pfl_graph, pfl_generator, pfl_status *st) {
+  PFL_NO_CUDA("cuda_graph_register_generator")
+}
+int32_t pfl_cuda_set_current_stream(int32_t, pfl_stream, pfl_status *st) {
+  PFL_NO_CUDA("cuda_set_current_stream")
+}
 
 #endif
 

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 2
+#define PFL_ABI_MINOR 3
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -324,6 +324,18 @@ typedef struct pfl_api {
   /* set_matmul_precision is at::globalContext().setFloat32MatmulPrecision: "highest"
    * (float32), "high" (TF32 on CUDA) or "medium". Added in ABI 1.2. */
   int32_t (*set_matmul_precision)(const char *precision, pfl_status *st);
+
+  /* Added in ABI 1.3, for a training step captured once as a CUDA graph and replayed in
+   * every round. generator_set_seed reseeds g in place (its draws then equal those of a new
+   * generator with that seed), so a graph that reads g sees each round's seed.
+   * cuda_graph_register_generator makes g's draws inside a capture follow g's seed and
+   * offset at every replay (torch >= 2.4; a custom generator used in a capture must be
+   * registered before capture_begin). cuda_set_current_stream makes s (NULL: the device's
+   * default stream) the calling thread's current stream for device, as
+   * c10::cuda::setCurrentCUDAStream does. */
+  int32_t (*generator_set_seed)(pfl_generator g, uint64_t seed, pfl_status *st);
+  int32_t (*cuda_graph_register_generator)(pfl_graph g, pfl_generator gen, pfl_status *st);
+  int32_t (*cuda_set_current_stream)(int32_t device, pfl_stream s, pfl_status *st);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */
