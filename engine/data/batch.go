@@ -144,14 +144,18 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 	return p, nil
 }
 
-// DevicePlan is a Plan uploaded for one round.
+// DevicePlan is a Plan on the device: uploaded for one round (Upload), or a static plan
+// (NewStaticPlan) that keeps its tensors for a whole run and takes each round's Plan by
+// Load.
 type DevicePlan struct {
 	*Plan
-	index, mask *cuda.Tensor // [Steps, K, B]
+	index, mask *cuda.Tensor // [Steps, K, B] (a static plan: [capacity, K, B])
 	dy, dx      *cuda.Tensor
 	flip        *cuda.Tensor // bool
 	noise       []*cuda.Generator
 	noiseStd    *cuda.Tensor // [K, 1, 1, 1, 1], nil without noise
+	cursor      *cuda.Tensor // int64 [1], a static plan's current step; nil otherwise
+	capacity    int
 }
 
 // Upload copies the plan to dev. noiseStd (per stack row, may be nil) adds Gaussian noise
@@ -192,9 +196,125 @@ func (p *Plan) Upload(dev cuda.Device, noiseStd []float64) (*DevicePlan, error) 
 	return d, nil
 }
 
+// NewStaticPlan allocates a plan of up to capacity steps for k clients and batch b on dev,
+// whose tensors keep their addresses until Close. Load copies each round's Plan in;
+// batches then read the step at a cursor on the device, which Advance moves. A training
+// step built on it reads nothing from the host, so it can be captured once as a CUDA graph
+// and replayed for every step of every round. noise: the partition adds feature noise
+// (Upload's noiseStd).
+func NewStaticPlan(dev cuda.Device, capacity, k, b int, noise bool) (*DevicePlan, error) {
+	if capacity < 1 || k < 1 || b < 1 {
+		return nil, fmt.Errorf("data: static plan: capacity %d, %d clients and batch %d must be positive", capacity, k, b)
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	dims := []int64{int64(capacity), int64(k), int64(b)}
+	d := &DevicePlan{Plan: &Plan{K: k, B: b}, capacity: capacity}
+	d.index = s.Zeros(cuda.Int64, dev, dims...)
+	d.mask = s.Zeros(cuda.Float32, dev, dims...)
+	d.dy = s.Zeros(cuda.Int64, dev, dims...)
+	d.dx = s.Zeros(cuda.Int64, dev, dims...)
+	d.flip = s.To(s.Zeros(cuda.Int64, dev, dims...), cuda.Bool)
+	d.cursor = s.Zeros(cuda.Int64, dev, 1)
+	keep := []*cuda.Tensor{d.index, d.mask, d.dy, d.dx, d.flip, d.cursor}
+	if noise {
+		d.noiseStd = s.Zeros(cuda.Float32, dev, int64(k), 1, 1, 1, 1)
+		keep = append(keep, d.noiseStd)
+		for range k {
+			g, err := cuda.NewGenerator(0, dev)
+			if err != nil {
+				d.Close()
+				return nil, err
+			}
+			d.noise = append(d.noise, g)
+		}
+	}
+	if err := s.Err(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	s.Keep(keep...)
+	return d, nil
+}
+
+// Capacity is the most steps a static plan holds (0 for an uploaded plan).
+func (d *DevicePlan) Capacity() int { return d.capacity }
+
+// Load copies p into the static plan d and puts the cursor at step 0: its K and B must be
+// d's, its steps at most d's capacity, and noiseStd (nil without noise) gives one standard
+// deviation per client; the noise streams are reseeded for p's round and clients.
+func (d *DevicePlan) Load(p *Plan, noiseStd []float64) error {
+	switch {
+	case d.cursor == nil:
+		return fmt.Errorf("data: plan: Load needs a static plan")
+	case p.K != d.K || p.B != d.B:
+		return fmt.Errorf("data: plan: a plan of %d clients × batch %d does not fit a static plan of %d × %d", p.K, p.B, d.K, d.B)
+	case p.Steps > d.capacity:
+		return fmt.Errorf("data: plan: %d steps exceed the static plan's capacity %d", p.Steps, d.capacity)
+	case (noiseStd != nil) != (d.noiseStd != nil) || (noiseStd != nil && len(noiseStd) != p.K):
+		return fmt.Errorf("data: plan: %d noise levels for a static plan of %d clients (noise: %v)", len(noiseStd), p.K, d.noiseStd != nil)
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	dev := d.index.Device()
+	dims := []int64{int64(p.Steps), int64(p.K), int64(p.B)}
+	for _, c := range []struct {
+		dst *cuda.Tensor
+		src *cuda.Tensor
+	}{
+		{d.index, cuda.FromSlice(s, dev, p.Index, dims...)},
+		{d.mask, cuda.FromSlice(s, dev, p.Mask, dims...)},
+		{d.dy, cuda.FromSlice(s, dev, p.DY, dims...)},
+		{d.dx, cuda.FromSlice(s, dev, p.DX, dims...)},
+		{d.flip, cuda.FromSlice(s, dev, p.Flip, dims...)},
+	} {
+		s.CopyFrom(s.Narrow(c.dst, 0, 0, int64(p.Steps)), c.src)
+	}
+	if noiseStd != nil {
+		s.CopyFrom(d.noiseStd, cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1))
+		for i, id := range p.Clients {
+			if err := d.noise[i].Reseed(rng.Derive(rng.Key{Seed: p.Config.Seed, Purpose: "noise", Round: p.Config.Round, Client: id})); err != nil {
+				return err
+			}
+		}
+	}
+	d.reset(s)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	d.Plan = p
+	return nil
+}
+
+// reset puts the cursor back to step 0.
+func (d *DevicePlan) reset(s *cuda.Scope) {
+	s.CopyFrom(d.cursor, s.Zeros(cuda.Int64, d.cursor.Device(), 1))
+}
+
+// Advance moves a static plan's cursor to the next step: a device op, so a captured step
+// advances it at every replay. Uploaded plans have no cursor (a no-op).
+func (d *DevicePlan) Advance(s *cuda.Scope) {
+	if d.cursor != nil {
+		grad := s.GradEnabled()
+		s.SetGradEnabled(false)
+		s.CopyFrom(d.cursor, s.AddScalar(d.cursor, 1)) // (an integer tensor takes no in-place float add)
+		s.SetGradEnabled(grad)
+	}
+}
+
+// Row is t's row [K, ...] for step: row step of an uploaded plan's t [Steps, K, ...], or
+// the row at a static plan's cursor (step then only checks the range).
+func (d *DevicePlan) Row(s *cuda.Scope, t *cuda.Tensor, step int) *cuda.Tensor {
+	if d.cursor == nil {
+		return s.Select(t, 0, int64(step))
+	}
+	return s.Squeeze(s.IndexSelect(t, 0, d.cursor), 0)
+}
+
 // Close frees the plan's tensors and generators.
 func (d *DevicePlan) Close() error {
-	for _, t := range []*cuda.Tensor{d.index, d.mask, d.dy, d.dx, d.flip, d.noiseStd} {
+	for _, t := range []*cuda.Tensor{d.index, d.mask, d.dy, d.dx, d.flip, d.noiseStd, d.cursor} {
 		t.Close()
 	}
 	for _, g := range d.noise {
@@ -220,7 +340,7 @@ func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	}
 	k, b := int64(p.K), int64(p.B)
 	c, h, w := int64(d.C), int64(d.H), int64(d.W)
-	idx := s.Reshape(s.Select(p.index, 0, int64(step)), -1)
+	idx := s.Reshape(p.Row(s, p.index, step), -1)
 	x := s.DivScalar(s.To(s.IndexSelect(d.X, 0, idx), cuda.Float32), 255) // [KB, C0, H0, W0]
 	if aug := p.Config.Augment; aug.Pad > 0 || aug.Flip {
 		pad := int64(aug.Pad)
@@ -240,7 +360,7 @@ func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 		x = s.Add(x, s.Mul(s.Stack(0, draws...), p.noiseStd))
 	}
 	y := s.Reshape(s.IndexSelect(d.Y, 0, idx), k, b)
-	return Batch{X: x, Y: y, Mask: s.Select(p.mask, 0, int64(step))}
+	return Batch{X: x, Y: y, Mask: p.Row(s, p.mask, step)}
 }
 
 // cropFlip zero-pads x [N, C, H, W] by pad, then takes each sample's H×W window at its
@@ -255,9 +375,9 @@ func cropFlip(s *cuda.Scope, x *cuda.Tensor, p *DevicePlan, step int, pad int64)
 		zc := s.Zeros(cuda.Float32, dev, n, c, h+2*pad, pad)
 		x = s.Cat(3, zc, x, zc)
 	}
-	dy := s.Reshape(s.Select(p.dy, 0, int64(step)), n, 1)
-	dx := s.Reshape(s.Select(p.dx, 0, int64(step)), n, 1)
-	flip := s.Reshape(s.Select(p.flip, 0, int64(step)), n, 1)
+	dy := s.Reshape(p.Row(s, p.dy, step), n, 1)
+	dx := s.Reshape(p.Row(s, p.dx, step), n, 1)
+	flip := s.Reshape(p.Row(s, p.flip, step), n, 1)
 	rows := s.Add(dy, s.Arange(0, float64(h), 1, cuda.Int64, dev))             // [N, H]
 	fwd := s.Arange(0, float64(w), 1, cuda.Int64, dev)                         // [W]
 	rev := s.Arange(float64(w-1), -1, -1, cuda.Int64, dev)                     // [W]

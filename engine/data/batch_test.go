@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"pfl/cuda"
@@ -200,5 +201,73 @@ func TestChannelStats(t *testing.T) {
 	mean, std := ChannelStats(x)
 	if math.Abs(mean[0]-0.5) > 1e-12 || math.Abs(std[0]-0.5) > 1e-6 || mean[1] != 1 || std[1] > 1e-5 {
 		t.Fatalf("mean %v std %v", mean, std)
+	}
+}
+
+// TestStaticPlanMatchesUploaded: a static plan loaded round after round (plans of
+// different lengths, with augmentation and feature noise) and read at its device cursor
+// gives the uploaded plans' batches exactly; bad plans are refused by name.
+func TestStaticPlanMatchesUploaded(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	x := &Images{Name: "tiny", N: 30, C: 1, H: 4, W: 4, Classes: 3}
+	for i := 0; i < x.N*x.H*x.W; i++ {
+		x.Pixels = append(x.Pixels, uint8(r.IntN(256)))
+	}
+	for i := 0; i < x.N; i++ {
+		x.Labels = append(x.Labels, int64(i%3))
+	}
+	d, err := Upload(x, cuda.CPU, []float64{0.5}, []float64{0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	static, err := NewStaticPlan(cuda.CPU, 6, 2, 4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer static.Close()
+	noise := []float64{0.1, 0.3}
+	s := cuda.NewScope()
+	defer s.Close()
+	for round, parts := range [][][]int{{seq(0, 9), seq(10, 14)}, {seq(0, 3), seq(10, 30)}} {
+		plan, err := NewPlan([]int{0, 1}, parts, PlanConfig{Epochs: 1, Batch: 4, Shuffle: true,
+			Augment: Augment{Pad: 1, Flip: true}, Seed: 9, Round: round})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := plan.Upload(cuda.CPU, noise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := static.Load(plan, noise); err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < plan.Steps; step++ {
+			want, got := d.Batch(s, up, step), d.Batch(s, static, step)
+			static.Advance(s)
+			for _, pair := range [][2]*cuda.Tensor{{want.X, got.X}, {want.Y, got.Y}, {want.Mask, got.Mask}} {
+				w, _ := pair[0].Float64s()
+				g, _ := pair[1].Float64s()
+				if !slices.Equal(w, g) {
+					t.Fatalf("round %d step %d: the static plan's batch differs from the uploaded plan's", round, step)
+				}
+			}
+		}
+		up.Close()
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long, _ := NewPlan([]int{0, 1}, [][]int{seq(0, 30), seq(0, 4)}, PlanConfig{Epochs: 1, Batch: 4})
+	if err := static.Load(long, noise); err == nil || !strings.Contains(err.Error(), "capacity") {
+		t.Errorf("8 steps into a capacity of 6: %v", err)
+	}
+	one, _ := NewPlan([]int{0}, [][]int{seq(0, 4)}, PlanConfig{Epochs: 1, Batch: 4})
+	if err := static.Load(one, noise[:1]); err == nil || !strings.Contains(err.Error(), "1 clients") {
+		t.Errorf("a plan of 1 client into a static plan of 2: %v", err)
+	}
+	short, _ := NewPlan([]int{0, 1}, [][]int{seq(0, 4), seq(4, 8)}, PlanConfig{Epochs: 1, Batch: 4})
+	if err := static.Load(short, nil); err == nil || !strings.Contains(err.Error(), "noise") {
+		t.Errorf("no noise levels for a static plan with noise: %v", err)
 	}
 }

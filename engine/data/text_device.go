@@ -53,10 +53,10 @@ func (d *DeviceText) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 		return Batch{}
 	}
 	k, b, l := int64(p.K), int64(p.B), int64(d.Len)
-	seq := s.IndexSelect(d.Tokens, 0, s.Reshape(s.Select(p.index, 0, int64(step)), -1)) // [KB, Len+1]
+	seq := s.IndexSelect(d.Tokens, 0, s.Reshape(p.Row(s, p.index, step), -1)) // [KB, Len+1]
 	x := s.Reshape(s.Narrow(seq, 1, 0, l), k, b, l)
 	y := s.Reshape(s.Narrow(seq, 1, 1, l), k, b, l)
-	return Batch{X: x, Y: y, Mask: s.Select(p.mask, 0, int64(step))}
+	return Batch{X: x, Y: y, Mask: p.Row(s, p.mask, step)}
 }
 
 // TextFederation is a text dataset spread over its roles: Fed.Part indexes the pooled
