@@ -55,6 +55,13 @@ type Report struct {
 
 	PeakMemory   int64 `json:"peak_memory_bytes"`
 	HandleGrowth int64 `json:"handle_growth"` // live tensor handles after the timed rounds minus before
+	MemoryGrowth int64 `json:"memory_growth_bytes"` // CUDA bytes allocated after the timed rounds minus before
+
+	// Graphs is how many training steps were captured as CUDA graphs (one per model and
+	// phase; 0 on the CPU or eager), GraphError the last capture that failed (that phase
+	// then ran eagerly).
+	Graphs     int    `json:"graphs"`
+	GraphError string `json:"graph_error,omitempty"`
 
 	TotalFLOPs float64 `json:"total_flops"` // the full run, by the package's convention
 	ProjectedS float64 `json:"projected_s"` // Rounds × round time + Evals × evaluation time
@@ -115,15 +122,38 @@ func Project(rounds, evalEvery int, round, eval float64) float64 {
 // one evaluation, the peak device memory and the full run's projected wall time.
 func WriteTable(out io.Writer, reports []*Report) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tdevice\tsize\tprecision\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tdata\ttrain\taggregate\tround\teval\tpeak mem\tprojected\t")
+	fmt.Fprintln(tw, "workload\tdevice\tsize\tprecision\tgraphs\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tdata\ttrain\taggregate\tround\teval\tpeak mem\tprojected\t")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d rounds, %d evals)\t\n",
-			r.Workload, r.Device, r.Size, r.Precision, r.Model, r.Image, r.PerRound, r.Clients, r.SamplesPerSec, r.TrainTFLOPS,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d rounds, %d evals)\t\n",
+			r.Workload, r.Device, r.Size, r.Precision, graphCell(r), r.Model, r.Image, r.PerRound, r.Clients, r.SamplesPerSec, r.TrainTFLOPS,
 			percent(r.MFU, r.PeakFP32), percent(r.MFUBF16, r.PeakBF16),
 			seconds(r.DataS), seconds(r.TrainS), seconds(r.AggregateS), seconds(r.RoundS), seconds(r.EvalS),
 			bytes(r.PeakMemory), seconds(r.ProjectedS), r.Rounds, r.Evals)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if r.GraphError != "" {
+			fmt.Fprintf(out, "%s: a capture failed, its phase ran eagerly: %s\n", r.Workload, r.GraphError)
+		}
+		if r.HandleGrowth != 0 || r.MemoryGrowth != 0 {
+			fmt.Fprintf(out, "%s: live tensors changed by %+d and allocated device memory by %+d bytes over the timed rounds\n", r.Workload, r.HandleGrowth, r.MemoryGrowth)
+		}
+	}
+	return nil
+}
+
+// graphCell says how the training steps ran: the number of captured CUDA graphs, eager,
+// or eager after a failed capture.
+func graphCell(r *Report) string {
+	switch {
+	case r.GraphError != "":
+		return fmt.Sprintf("%d, failed", r.Graphs)
+	case r.Graphs > 0:
+		return fmt.Sprint(r.Graphs)
+	}
+	return "eager"
 }
 
 // WriteJSON writes the reports as an indented JSON array.

@@ -96,7 +96,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	// Rounds is one more than the rounds run, so Round never evaluates on its own: the
 	// evaluation is timed apart.
 	fc := fl.Config{Rounds: w.Warmup + w.Measure + 1, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
-		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev}
+		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev, Graphs: !w.Eager}
 	matmul := "highest"
 	switch w.Precision {
 	case "", "fp32":
@@ -132,6 +132,12 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		}
 	}
 	handles := cuda.LiveTensors()
+	var allocated int64
+	if dev.IsCUDA() {
+		if allocated, _, err = cuda.CUDAMemoryStats(dev.Index, false); err != nil {
+			return nil, err
+		}
+	}
 	var rounds []fl.RoundMetrics
 	var walls []time.Duration
 	for i := w.Warmup; i < w.Warmup+w.Measure; i++ {
@@ -142,6 +148,17 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		rounds, walls = append(rounds, m), append(walls, wall)
 	}
 	rep.HandleGrowth = cuda.LiveTensors() - handles
+	if dev.IsCUDA() {
+		a, _, err := cuda.CUDAMemoryStats(dev.Index, false)
+		if err != nil {
+			return nil, err
+		}
+		rep.MemoryGrowth = a - allocated
+	}
+	var graphErr error
+	if rep.Graphs, graphErr = r.GraphStatus(); graphErr != nil {
+		rep.GraphError = graphErr.Error()
+	}
 
 	var evalTime time.Duration
 	var evalSamples int

@@ -38,6 +38,9 @@ type Workload struct {
 	// Precision is fp32 (the default), tf32 (CUDA matmuls in TF32) or bf16 (autocast over
 	// float32 weights), as experiment's train.precision.
 	Precision string
+	// Eager runs the training steps eagerly on CUDA rather than replaying each phase's
+	// step as a CUDA graph (experiment's train.eager).
+	Eager bool
 
 	Warmup  int // rounds run before timing (first-call costs, allocator growth)
 	Measure int // rounds timed

@@ -21,6 +21,7 @@ func benchCmd(args []string, out io.Writer) error {
 	size := fs.String("size", "auto", "small (seconds on a CPU: tiny data, 2 blocks per stage, 32-pixel inputs), full, or auto: small on the CPU, full on CUDA")
 	jsonPath := fs.String("json", "", "also write the reports to this JSON file")
 	precision := fs.String("precision", "fp32", "fp32, tf32 (CUDA matmuls in TF32) or bf16 (autocast over float32 weights)")
+	eager := fs.Bool("eager", false, "run the training steps eagerly on CUDA instead of replaying them as CUDA graphs")
 	ints := []struct {
 		name, usage string
 		field       func(*harness.Workload) *int
@@ -98,6 +99,7 @@ func benchCmd(args []string, out io.Writer) error {
 			w = w.Small()
 		}
 		w.Precision = *precision
+		w.Eager = *eager
 		for i, f := range ints {
 			if set[f.name] {
 				*f.field(&w) = vals[i]

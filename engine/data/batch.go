@@ -237,6 +237,10 @@ func NewStaticPlan(dev cuda.Device, capacity, k, b int, noise bool) (*DevicePlan
 	return d, nil
 }
 
+// Generators are the plan's own random streams (the clients' feature noise; none without
+// noise), which a CUDA graph that reads the plan's batches must register.
+func (d *DevicePlan) Generators() []*cuda.Generator { return d.noise }
+
 // Capacity is the most steps a static plan holds (0 for an uploaded plan).
 func (d *DevicePlan) Capacity() int { return d.capacity }
 

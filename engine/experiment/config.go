@@ -145,6 +145,10 @@ type TrainConfig struct {
 	// autocast over float32 weights; optimizer, aggregation and the hypernetwork in
 	// float32); default fp32.
 	Precision string `mapstructure:"precision"`
+	// Eager runs every training step eagerly on a CUDA device instead of capturing each
+	// phase's step once as a CUDA graph and replaying it (default false: graphs on CUDA;
+	// the CPU always runs eagerly). For comparing the two, or if a capture misbehaves.
+	Eager bool `mapstructure:"eager"`
 	// CheckpointEvery saves the run every so many rounds (and on SIGINT/SIGTERM, and before
 	// stopping on a NaN loss); default 10.
 	CheckpointEvery int `mapstructure:"checkpoint_every"`

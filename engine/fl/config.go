@@ -37,6 +37,10 @@ type Config struct {
 	// aggregation in float32); the zero value or Float32: off. The hypernetwork stays in
 	// the models' dtype.
 	Autocast cuda.DType
+	// Graphs captures each phase's training step as a CUDA graph once and replays it for
+	// every later step and round (CUDA devices only; ignored on the CPU, where the same
+	// step runs eagerly). A capture that fails leaves that phase eager (Run.GraphStatus).
+	Graphs bool
 }
 
 func (c *Config) defaults() {

@@ -76,16 +76,22 @@ type setup struct {
 
 func newSetup(t *testing.T, sp *data.Split, pc data.PartitionConfig) *setup {
 	t.Helper()
+	return newSetupOn(t, sp, pc, cuda.CPU)
+}
+
+// newSetupOn partitions sp and uploads both sets to dev.
+func newSetupOn(t *testing.T, sp *data.Split, pc data.PartitionConfig, dev cuda.Device) *setup {
+	t.Helper()
 	fed, err := sp.Partition(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mean, std := data.ChannelStats(sp.Train)
-	tr, err := data.Upload(fed.Train, cuda.CPU, mean, std)
+	tr, err := data.Upload(fed.Train, dev, mean, std)
 	if err != nil {
 		t.Fatal(err)
 	}
-	te, err := data.Upload(fed.Test, cuda.CPU, mean, std)
+	te, err := data.Upload(fed.Test, dev, mean, std)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,24 +187,31 @@ func compare(t *testing.T, what string, x, y *cuda.Tensor) {
 	}
 }
 
+// TestRoundLeavesNoHandles: after the first round (which makes the run's step states),
+// rounds leave the live tensors and generators unchanged, and Close frees all of the
+// run's (FedRep: two phases, so two step states; noise: the plan's own streams).
 func TestRoundLeavesNoHandles(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
-	r, err := New(Config{Rounds: 3, PerRound: 2, Batch: 16, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedPer(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1, NoiseMax: 0.2})
+	tensors, gens := cuda.LiveTensors(), cuda.LiveGenerators()
+	r, err := New(Config{Rounds: 3, PerRound: 2, Batch: 16, Momentum: 0.9, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedRep{HeadEpochs: 1}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	if _, err := r.Round(0); err != nil {
 		t.Fatal(err)
 	}
-	before := cuda.LiveTensors()
+	before, beforeGens := cuda.LiveTensors(), cuda.LiveGenerators()
 	for round := 1; round < 3; round++ {
 		if _, err := r.Round(round); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if after := cuda.LiveTensors(); after != before {
-		t.Fatalf("live tensors %d after two more rounds, %d before", after, before)
+	if after, g := cuda.LiveTensors(), cuda.LiveGenerators(); after != before || g != beforeGens {
+		t.Fatalf("live tensors %d and generators %d after two more rounds, %d and %d before", after, g, before, beforeGens)
+	}
+	r.Close()
+	if after, g := cuda.LiveTensors(), cuda.LiveGenerators(); after != tensors || g != gens {
+		t.Fatalf("live tensors %d and generators %d after Close, %d and %d before New", after, g, tensors, gens)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
@@ -34,6 +35,11 @@ type Run struct {
 	evalM    model.Model // K = EvalChunk
 	single   model.Model // K = 1, for Sequential (and the novel clients' hypernetwork tuning)
 	build    Builder     // the strategy's (wrapped) builder
+
+	steps          map[stepKey]*stepState // per model and phase, for the whole run
+	stream         *cuda.Stream           // the rounds' stream when steps are captured as CUDA graphs
+	graphsCaptured int
+	graphErr       error
 
 	// History is every finished round's metrics.
 	History []RoundMetrics
@@ -114,6 +120,12 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
 		}
 	}
+	if cfg.Graphs && cfg.Device.IsCUDA() {
+		if r.stream, err = cuda.NewStream(cfg.Device); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
@@ -154,6 +166,11 @@ func (r *Run) Close() error {
 	for _, t := range r.store {
 		t.Close()
 	}
+	for _, ss := range r.steps {
+		ss.close()
+	}
+	r.steps = nil
+	r.stream.Close()
 	if c, ok := r.strat.(io.Closer); ok {
 		return c.Close()
 	}
@@ -213,6 +230,13 @@ func (r *Run) loadGenerated(s *cuda.Scope, m model.Model, generated []*cuda.Tens
 // Round runs round number round (0-based): sample, train, aggregate, and evaluate when due.
 func (r *Run) Round(round int) (RoundMetrics, error) {
 	met := RoundMetrics{Round: round, Clients: r.sample(round)}
+	if r.stream != nil {
+		done, err := r.onStream()
+		if err != nil {
+			return met, err
+		}
+		defer done()
+	}
 	s := cuda.NewScope()
 	defer s.Close()
 	t0 := time.Now()
@@ -273,6 +297,28 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	}
 	r.History = append(r.History, met)
 	return met, nil
+}
+
+// onStream runs the rest of a round on the run's own stream, as graph capture needs (not
+// the default stream): it locks the goroutine to its OS thread (the current stream is
+// thread-local), waits for earlier work on the device, and makes the stream current. done
+// waits for the round's work and restores the default stream.
+func (r *Run) onStream() (done func(), err error) {
+	runtime.LockOSThread()
+	dev := r.cfg.Device
+	if err := cuda.Synchronize(dev); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	if err := cuda.SetCurrentStream(dev, r.stream); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() {
+		r.stream.Synchronize()
+		cuda.SetCurrentStream(dev, nil)
+		runtime.UnlockOSThread()
+	}, nil
 }
 
 // aggregate averages the shared parameters over the round's clients (weights m_k/M) into
@@ -340,9 +386,17 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 	}
 	reg, _ := r.strat.(Regularizer)
-	opt := &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
-	defer opt.close()
-	return r.runSteps(s, m, ids, parts, round, phase, ph.Epochs, ph.Steps, met, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
+	var opt *sgd
+	cached := func(steps int) (*stepState, error) {
+		ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, steps, parts, func() *sgd {
+			return &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
+		})
+		if err == nil {
+			opt = ss.opt
+		}
+		return ss, err
+	}
+	return r.runSteps(s, m, ids, parts, round, phase, ph.Epochs, ph.Steps, met, cached, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
 		perClient := r.loss(st, m, b, pass)
 		loss := st.Sum(perClient, false)
 		if reg != nil {
@@ -374,106 +428,6 @@ func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cud
 // stepFunc runs one training step on batch b: it returns the clients' losses [K] and
 // updates whatever it trains. active [K] marks the clients whose epochs are not done.
 type stepFunc func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor
-
-// runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
-// parts[id], assembles each step's stacked batch on the device and hands it to step. It
-// returns the sum of the clients' per-step mean losses and how many (client, step) pairs
-// it holds; a non-finite loss is an error naming the clients.
-func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
-	td := time.Now()
-	own := make([][]int, len(ids))
-	var noise []float64
-	for i, c := range ids {
-		own[i] = parts[c]
-		if r.fed.Part.Noise != nil {
-			noise = append(noise, r.fed.Part.Noise[c])
-		}
-	}
-	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
-		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
-	if err != nil {
-		return 0, 0, err
-	}
-	steps := plan.Steps
-	if maxSteps > 0 {
-		steps = min(steps, maxSteps)
-	}
-	dp, err := plan.Upload(r.cfg.Device, noise)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer dp.Close()
-	k := len(ids)
-	active := make([]float32, steps*k)
-	var pairs float64
-	for st := 0; st < steps; st++ {
-		for i := 0; i < k; i++ {
-			if st < plan.ClientSteps[i] {
-				active[st*k+i] = 1
-				pairs++
-				if met != nil {
-					met.Samples += int(sumMask(plan, st, i))
-				}
-			}
-		}
-	}
-	act := cuda.FromSlice(s, r.cfg.Device, active, int64(steps), int64(k))
-	if met != nil {
-		met.Time.Data += time.Since(td)
-	}
-	rows := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
-	// each client's dropout stream, so its masks do not depend on its stack neighbours
-	gens := make([]*cuda.Generator, len(ids))
-	for i, c := range ids {
-		g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: fmt.Sprint("dropout/", phase), Round: round, Client: c}), r.cfg.Device)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer g.Close()
-		gens[i] = g
-	}
-	lossSum := s.Zeros(cuda.Float32, r.cfg.Device, int64(k)) // per client, read once per phase
-	st := cuda.NewScope()
-	defer st.Close()
-	for i := 0; i < steps; i++ {
-		st.Reset()
-		b := r.train.Batch(st, dp, i)
-		batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: rows}
-		r.autocast(st)
-		perClient := step(st, batch, &model.Pass{Train: true, Gens: gens, Mask: b.Mask}, st.Select(act, 0, int64(i)))
-		if r.cfg.Autocast != 0 {
-			st.SetAutocast(cuda.Float32)
-		}
-		if err := st.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
-		}
-		st.SetGradEnabled(false)
-		s.CopyFrom(lossSum, st.Add(lossSum, st.To(st.Detach(perClient), cuda.Float32)))
-		st.SetGradEnabled(true)
-		if err := st.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
-		}
-		if err := s.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
-		}
-	}
-	perClient, err := lossSum.Float64s() // one host sync per phase
-	if err != nil {
-		return 0, 0, err
-	}
-	var total float64
-	var bad []int
-	for i, v := range perClient {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad = append(bad, ids[i])
-		}
-		total += v
-	}
-	if bad != nil {
-		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
-	}
-	return total, pairs, nil
-}
 
 // autocast turns on the configured autocast for s's later ops (a step's forward and
 // backward; the optimizer's elementwise updates stay in the weights' dtype, as autocast

@@ -1,0 +1,313 @@
+package fl
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+	"pfl/engine/rng"
+)
+
+// stepState is everything a phase's training steps read or write besides the model's
+// parameters: the plan at a fixed capacity with its step cursor on the device, each stack
+// row's dropout stream, the per-step activity, the clients' rows, the loss accumulator
+// and the optimizer's buffers. A run keeps one per (model, phase) for its whole life, so
+// these stay at fixed addresses: the step captured as a CUDA graph in the first round is
+// replayed for every step of every later round, with each round's values copied into the
+// same memory first (DESIGN §3, "the fast path is the same path"). On the CPU, or with
+// graphs off, the same step runs eagerly.
+type stepState struct {
+	plan     *data.DevicePlan  // static, read at its cursor
+	active   *cuda.Tensor      // [capacity, K] float32: 1 while a client's epochs last
+	rows     *cuda.Tensor      // [K] int64: the clients of the stack rows
+	gens     []*cuda.Generator // row k's dropout stream, reseeded per round and client
+	lossSum  *cuda.Tensor      // [K] float32: the clients' summed step losses, read per phase
+	opt      *sgd              // the phase's optimizer (nil when the step brings its own)
+	graph    *cuda.Graph       // the captured step, once captured
+	warm     bool              // a step ran eagerly: the next one may be captured
+	captured bool              // capture was tried (once per state)
+}
+
+func newStepState(dev cuda.Device, capacity, k, b int, noise bool) (*stepState, error) {
+	plan, err := data.NewStaticPlan(dev, capacity, k, b, noise)
+	if err != nil {
+		return nil, err
+	}
+	ss := &stepState{plan: plan}
+	for range k {
+		g, err := cuda.NewGenerator(0, dev)
+		if err != nil {
+			ss.close()
+			return nil, err
+		}
+		ss.gens = append(ss.gens, g)
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	ss.active = s.Zeros(cuda.Float32, dev, int64(capacity), int64(k))
+	ss.rows = s.Zeros(cuda.Int64, dev, int64(k))
+	ss.lossSum = s.Zeros(cuda.Float32, dev, int64(k))
+	if err := s.Err(); err != nil {
+		ss.close()
+		return nil, err
+	}
+	s.Keep(ss.active, ss.rows, ss.lossSum)
+	return ss, nil
+}
+
+// capacity is the most steps the state's plan holds.
+func (ss *stepState) capacity() int { return ss.plan.Capacity() }
+
+// close frees the state, its graph and its optimizer's buffers.
+func (ss *stepState) close() {
+	ss.graph.Close()
+	ss.plan.Close()
+	for _, g := range ss.gens {
+		g.Close()
+	}
+	for _, t := range []*cuda.Tensor{ss.active, ss.rows, ss.lossSum} {
+		t.Close()
+	}
+	if ss.opt != nil {
+		ss.opt.close()
+	}
+}
+
+// load copies a phase's plan, the clients' activity and rows into the state, reseeds the
+// clients' dropout streams from (seed, "dropout/<phase>", round, client), and zeroes the
+// loss accumulator and the optimizer's momentum: the phase starts as a fresh optimizer
+// would.
+func (ss *stepState) load(s *cuda.Scope, plan *data.Plan, noise []float64, active []float32, ids []int, seed uint64, round, phase int) error {
+	if err := ss.plan.Load(plan, noise); err != nil {
+		return err
+	}
+	for i, c := range ids {
+		if err := ss.gens[i].Reseed(rng.Derive(rng.Key{Seed: seed, Purpose: fmt.Sprint("dropout/", phase), Round: round, Client: c})); err != nil {
+			return err
+		}
+	}
+	grad := s.GradEnabled()
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(grad)
+	dev := ss.rows.Device()
+	k := int64(len(ids))
+	s.CopyFrom(s.Narrow(ss.active, 0, 0, int64(len(active))/k), cuda.FromSlice(s, dev, active, int64(len(active))/k, k))
+	s.CopyFrom(ss.rows, cuda.FromSlice(s, dev, ids64(ids)))
+	s.ForeachZero([]*cuda.Tensor{ss.lossSum})
+	if ss.opt != nil && ss.opt.bufs != nil {
+		s.ForeachZero(ss.opt.bufs)
+	}
+	return s.Err()
+}
+
+// generators are the streams a captured step draws from, which the graph must register.
+func (ss *stepState) generators() []*cuda.Generator {
+	return append(append([]*cuda.Generator(nil), ss.gens...), ss.plan.Generators()...)
+}
+
+// stepKey names a run's cached step state: one per model and phase of local training.
+type stepKey struct {
+	m     model.Model
+	phase int
+}
+
+// phaseState returns the run's step state for training m (K = len(ids)) in phase, made on
+// first use with room for the longest local training any client can have in this phase,
+// and remade (its graph dropped) if a plan ever needs more steps.
+func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, steps int, parts [][]int, opt func() *sgd) (*stepState, error) {
+	key := stepKey{m, phase}
+	ss := r.steps[key]
+	if ss != nil && ss.capacity() >= steps {
+		return ss, nil
+	}
+	capacity := steps
+	for _, c := range r.trainable {
+		n := epochs * ((len(parts[c]) + r.cfg.Batch - 1) / r.cfg.Batch)
+		if maxSteps > 0 {
+			n = min(n, maxSteps)
+		}
+		capacity = max(capacity, n)
+	}
+	if ss != nil {
+		ss.close()
+		delete(r.steps, key)
+	}
+	k := m.Params().List[0].T.Size(0)
+	ss, err := newStepState(r.cfg.Device, capacity, int(k), r.cfg.Batch, r.fed.Part.Noise != nil)
+	if err != nil {
+		return nil, err
+	}
+	ss.opt = opt()
+	if r.steps == nil {
+		r.steps = map[stepKey]*stepState{}
+	}
+	r.steps[key] = ss
+	return ss, nil
+}
+
+// runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
+// parts[id], loads the plan into a step state (the run's cached one for phase when cached,
+// else a state of its own) and runs step on each step's stacked batch, assembled on the
+// device. It returns the sum of the clients' per-step mean losses and how many (client,
+// step) pairs it holds; a non-finite loss is an error naming the clients. The losses are
+// read once, after the last step.
+//
+// With CUDA graphs on and a cached state, the first step ever runs eagerly (a warm-up that
+// also allocates the optimizer's buffers), the second is captured, and every later step,
+// in this and every later round, replays the capture. A step must therefore read only
+// device values that change between steps and rounds (the batch, the activity, Batch.Rows,
+// the dropout streams), never Go values such as Batch.Clients.
+func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, cached func(steps int) (*stepState, error), step stepFunc) (float64, float64, error) {
+	td := time.Now()
+	own := make([][]int, len(ids))
+	var noise []float64
+	for i, c := range ids {
+		own[i] = parts[c]
+		if r.fed.Part.Noise != nil {
+			noise = append(noise, r.fed.Part.Noise[c])
+		}
+	}
+	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
+	if err != nil {
+		return 0, 0, err
+	}
+	steps := plan.Steps
+	if maxSteps > 0 {
+		steps = min(steps, maxSteps)
+	}
+	var ss *stepState
+	if cached != nil {
+		if ss, err = cached(plan.Steps); err != nil {
+			return 0, 0, err
+		}
+	} else {
+		if ss, err = newStepState(r.cfg.Device, plan.Steps, len(ids), r.cfg.Batch, noise != nil); err != nil {
+			return 0, 0, err
+		}
+		defer ss.close()
+	}
+	k := len(ids)
+	active := make([]float32, steps*k)
+	var pairs float64
+	for st := 0; st < steps; st++ {
+		for i := 0; i < k; i++ {
+			if st < plan.ClientSteps[i] {
+				active[st*k+i] = 1
+				pairs++
+				if met != nil {
+					met.Samples += int(sumMask(plan, st, i))
+				}
+			}
+		}
+	}
+	if err := ss.load(s, plan, noise, active, ids, r.cfg.Seed, round, phase); err != nil {
+		return 0, 0, err
+	}
+	if met != nil {
+		met.Time.Data += time.Since(td)
+	}
+	st := cuda.NewScope()
+	defer st.Close()
+	for i := 0; i < steps; i++ {
+		body := func(st *cuda.Scope) {
+			b := r.train.Batch(st, ss.plan, i)
+			batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: ss.rows}
+			r.autocast(st)
+			perClient := step(st, batch, &model.Pass{Train: true, Gens: ss.gens, Mask: b.Mask}, ss.plan.Row(st, ss.active, i))
+			if r.cfg.Autocast != 0 {
+				st.SetAutocast(cuda.Float32)
+			}
+			st.SetGradEnabled(false)
+			st.CopyFrom(ss.lossSum, st.Add(ss.lossSum, st.To(st.Detach(perClient), cuda.Float32)))
+			ss.plan.Advance(st)
+			st.SetGradEnabled(true)
+		}
+		if err := r.runStep(st, ss, cached != nil, body); err != nil {
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+		}
+		if err := s.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+		}
+	}
+	perClient, err := ss.lossSum.Float64s() // one host sync per phase
+	if err != nil {
+		return 0, 0, err
+	}
+	var total float64
+	var bad []int
+	for i, v := range perClient {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, ids[i])
+		}
+		total += v
+	}
+	if bad != nil {
+		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
+	}
+	return total, pairs, nil
+}
+
+// runStep runs one step: a replay of the state's graph when it has one; else, with graphs
+// on and the state warm, a capture followed by a replay (capturing records the step
+// without running it); else the step eagerly. A capture that fails is recorded
+// (GraphStatus) and the run goes on eagerly for this state.
+func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cuda.Scope)) error {
+	if ss.graph != nil {
+		return ss.graph.Replay()
+	}
+	if r.stream != nil && cached && ss.warm && !ss.captured {
+		ss.captured = true
+		err := r.capture(st, ss, body)
+		if err == nil {
+			r.graphsCaptured++
+			return ss.graph.Replay()
+		}
+		r.graphErr = err
+	}
+	st.Reset()
+	body(st)
+	ss.warm = true
+	return st.Err()
+}
+
+// capture records body on the run's stream as ss's graph, registering the streams it
+// draws from.
+func (r *Run) capture(st *cuda.Scope, ss *stepState, body func(*cuda.Scope)) error {
+	g, err := cuda.NewGraph()
+	if err != nil {
+		return err
+	}
+	for _, gen := range ss.generators() {
+		if err := g.Register(gen); err != nil {
+			g.Close()
+			return err
+		}
+	}
+	if err := g.CaptureBegin(r.stream); err != nil {
+		g.Close()
+		return err
+	}
+	st.Reset()
+	body(st)
+	bodyErr := st.Err()
+	endErr := g.CaptureEnd()
+	st.Reset() // the capture's intermediates stay in the graph's own memory pool
+	if bodyErr != nil || endErr != nil {
+		g.Close()
+		if bodyErr != nil {
+			return fmt.Errorf("fl: capturing the training step: %w", bodyErr)
+		}
+		return fmt.Errorf("fl: capturing the training step: %w", endErr)
+	}
+	ss.graph = g
+	return nil
+}
+
+// GraphStatus reports how many training steps the run has captured as CUDA graphs (one
+// per model and phase) and the error of the last capture that failed, after which that
+// phase ran eagerly; both are zero on the CPU or with graphs off.
+func (r *Run) GraphStatus() (captured int, err error) { return r.graphsCaptured, r.graphErr }
