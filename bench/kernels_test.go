@@ -132,18 +132,17 @@ func benchLinear(b *testing.B, dev cuda.Device, batch int64) {
 	}
 }
 
-// benchAggregate times the server's averaging of the shared parameters as fl.Run's
-// aggregate does it: fl.WeightedMean of every parameter that is neither personal nor
-// generated, over a stacked model of K clients (the copy into the global model is left
-// out). tiny-vit is FedTP's CIFAR-100 model at K = 5, under FedAvg (everything shared)
+// benchAggregate times the server's averaging of the shared parameters into one row each:
+// foreach as fl.Run's aggregate does it (cuda's ForeachWeightedSum, one call, a
+// matrix-vector product per tensor), per-tensor as the reference (fl.WeightedMean and a
+// copy per tensor). The parameters are those neither personal nor generated, over a
+// stacked model of K clients. tiny-vit is FedTP's CIFAR-100 model at K = 5, under FedAvg (everything shared)
 // and FedTP (Q/K/V generated); vit-s16 (CUDA only) is FedPerfix's at K = 8 under
 // vanilla-attn.
 //
 // The reduction is memory-bound (2 FLOPs per 4-byte element read), so it reports GB/s and
 // no FLOP rate: bytes are the minimum the reduction moves, K rows read and one written,
-// (K+1)·P·4. WeightedMean's Mul-then-Sum moves (3K+1)·P·4, 2.7 times that at K = 5, so
-// the figure set against the device's memory bandwidth shows what a fused reduction
-// would gain.
+// (K+1)·P·4. WeightedMean's Mul-then-Sum moves (3K+1)·P·4, 2.7 times that at K = 5.
 func benchAggregate(b *testing.B, dev cuda.Device) {
 	type aggregation struct {
 		preset, alg string
@@ -158,46 +157,61 @@ func benchAggregate(b *testing.B, dev cuda.Device) {
 		cases = append(cases, aggregation{"vit-s16", "vanilla-attn", 8, fl.VanillaAttention()})
 	}
 	for _, c := range cases {
-		b.Run(fmt.Sprintf("%s/K%d/%s", c.preset, c.k, c.alg), func(b *testing.B) {
-			checkHandles(b)
-			g := generator(b, dev)
-			defer g.Close()
-			preset, err := model.Lookup(c.preset)
-			if err != nil {
-				b.Fatal(err)
+		for _, foreach := range []bool{false, true} {
+			how := "per-tensor"
+			if foreach {
+				how = "foreach"
 			}
-			m, err := preset.Build(100, c.k, dev, cuda.Float32, g) // CIFAR-100
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			gen, _ := c.strat.(fl.Generative)
-			var shared []*cuda.Tensor
-			var elems int64
-			for _, p := range m.Params().List {
-				if c.strat.Personal(p) || (gen != nil && gen.Generated(p)) {
-					continue
+			b.Run(fmt.Sprintf("%s/K%d/%s/%s", c.preset, c.k, c.alg, how), func(b *testing.B) {
+				checkHandles(b)
+				g := generator(b, dev)
+				defer g.Close()
+				preset, err := model.Lookup(c.preset)
+				if err != nil {
+					b.Fatal(err)
 				}
-				shared = append(shared, p.T)
-				elems += p.Numel()
-			}
-			samples := make([]int, c.k)
-			for i := range samples {
-				samples[i] = 1000 - 100*i // unequal, as after a Dirichlet split
-			}
-			s := cuda.NewScope()
-			defer s.Close()
-			w := cuda.FromSlice(s, dev, fl.Weights(samples))
-			timeKernel(b, dev, func(s *cuda.Scope) {
-				s.SetGradEnabled(false) // as in fl.Run's aggregate
+				m, err := preset.Build(100, c.k, dev, cuda.Float32, g) // CIFAR-100
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				gen, _ := c.strat.(fl.Generative)
+				var shared []*cuda.Tensor
+				var elems int64
+				for _, p := range m.Params().List {
+					if c.strat.Personal(p) || (gen != nil && gen.Generated(p)) {
+						continue
+					}
+					shared = append(shared, p.T)
+					elems += p.Numel()
+				}
+				samples := make([]int, c.k)
+				for i := range samples {
+					samples[i] = 1000 - 100*i // unequal, as after a Dirichlet split
+				}
+				s := cuda.NewScope()
+				defer s.Close()
+				w := cuda.FromSlice(s, dev, fl.Weights(samples))
+				var dst []*cuda.Tensor
 				for _, t := range shared {
-					fl.WeightedMean(s, t, w)
+					d := s.Zeros(t.DType(), t.Device(), append([]int64{1}, t.Shape()[1:]...)...)
+					dst = append(dst, d)
 				}
+				timeKernel(b, dev, func(s *cuda.Scope) {
+					s.SetGradEnabled(false) // as in fl.Run's aggregate
+					if foreach {            // what fl.Run does: one call for every shared parameter
+						s.ForeachWeightedSum(dst, shared, w)
+						return
+					}
+					for i, t := range shared {
+						s.CopyFrom(dst[i], fl.WeightedMean(s, t, w))
+					}
+				})
+				bytes := float64(int64(c.k+1) * elems * 4)
+				b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+				b.ReportMetric(float64(elems), "params/op")
 			})
-			bytes := float64(int64(c.k+1) * elems * 4)
-			b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-			b.ReportMetric(float64(elems), "params/op")
-		})
+		}
 	}
 }
 

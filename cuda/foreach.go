@@ -60,6 +60,32 @@ func (s *Scope) ForeachAddcdiv(xs, as, bs []*Tensor, v float64) {
 	s.foreach("foreach_addcdiv", opForeachAddcdiv, [][]*Tensor{xs, as, bs}, v)
 }
 
+// ForeachWeightedSum sets dst_i = Σ_k w_k src_i[k] for every i: src_i is client-stacked
+// [K, ...], dst_i holds one row's elements ([1, ...] or [...]), w is [K]. One native call
+// and one matrix-vector product per tensor: FedAvg's aggregation of all shared parameters.
+func (s *Scope) ForeachWeightedSum(dst, src []*Tensor, w *Tensor) {
+	const op = "foreach_weighted_sum"
+	if len(dst) != len(src) || len(dst) == 0 {
+		s.failf(op, CodeArgument, "%d targets for %d sources", len(dst), len(src))
+		return
+	}
+	all := append(append(append([]*Tensor(nil), dst...), src...), w)
+	if !s.args(op, all) {
+		return
+	}
+	if w.Dim() != 1 {
+		s.failf(op, CodeShape, "weights have shape %v, want [K]", w.shape)
+		return
+	}
+	for i, t := range src {
+		if t.Dim() < 1 || t.shape[0] != w.shape[0] || t.Numel() != dst[i].Numel()*w.shape[0] {
+			s.failf(op, CodeShape, "source %d has shape %v: want [%d] + target %d's %v", i, t.shape, w.shape[0], i, dst[i].shape)
+			return
+		}
+	}
+	s.run0(op, opForeachWeightedSum, nil)
+}
+
 // ForeachZero sets every x_i to zero.
 func (s *Scope) ForeachZero(xs []*Tensor) {
 	s.foreach("foreach_zero", opForeachZero, [][]*Tensor{xs})

@@ -1,7 +1,9 @@
 package cuda_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"pfl/cuda"
@@ -345,6 +347,29 @@ func TestForeach(t *testing.T) {
 	closeEnough(t, "copy", values(t, s, xs[0]), []float64{10, 20}, 0, 0)
 	s.ForeachZero(xs)
 	closeEnough(t, "zero", values(t, s, xs[1]), []float64{0}, 0, 0)
+}
+
+// TestForeachWeightedSum: each target gets Σ_k w_k src[k], for sources of several ranks
+// and a float32 source under float64 weights; mismatched shapes are refused by name.
+func TestForeachWeightedSum(t *testing.T) {
+	s := newScope(t)
+	w := f64(s, []float64{0.5, 0.25, 0.25})
+	a := s.Reshape(f64(s, []float64{1, 2, 3, 4, 5, 6}), 3, 2) // rows [1 2] [3 4] [5 6]
+	b := s.Reshape(f64(s, []float64{8, 4, 12}), 3, 1, 1)
+	c := s.To(s.Reshape(f64(s, []float64{1, 2, 3, 4, 5, 6}), 3, 2), cuda.Float32)
+	da, db := s.Zeros(cuda.Float64, cuda.CPU, 1, 2), s.Zeros(cuda.Float64, cuda.CPU, 1, 1)
+	dc := s.Zeros(cuda.Float32, cuda.CPU, 2)
+	s.ForeachWeightedSum([]*cuda.Tensor{da, db, dc}, []*cuda.Tensor{a, b, c}, w)
+	closeEnough(t, "a", values(t, s, da), []float64{2.5, 3.5}, 1e-12, 0)
+	closeEnough(t, "b", values(t, s, db), []float64{8}, 1e-12, 0)
+	closeEnough(t, "float32", values(t, s, dc), []float64{2.5, 3.5}, 1e-6, 0)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.ForeachWeightedSum([]*cuda.Tensor{db}, []*cuda.Tensor{a}, w)
+	if err := s.Err(); !errors.Is(err, cuda.ErrShape) || !strings.Contains(err.Error(), "source 0") {
+		t.Errorf("a [3, 2] source for a [1, 1] target: %v", err)
+	}
 }
 
 func TestSDPAMatchesFormula(t *testing.T) {

@@ -1,6 +1,7 @@
 // ops.cpp: pfl_api.op, one switch over enum pfl_op. Each case checks its own arity, so a
 // caller's mistake is an ArgError naming the op rather than a crash.
 #include <cmath>
+#include <sstream>
 
 #include "internal.h"
 
@@ -49,6 +50,12 @@ struct Args {
     return std::vector<at::Tensor>(in.begin() + k * n, in.begin() + (k + 1) * n);
   }
 };
+
+std::string shape_str(const at::Tensor &t) {
+  std::ostringstream o;
+  o << t.sizes();
+  return o.str();
+}
 
 at::TensorOptions spec_options(const Args &a) {
   return at::TensorOptions()
@@ -401,6 +408,28 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
       // x += w*(y - x), as two multi-tensor kernels (_foreach_lerp_ needs torch >= 2.0).
       auto diff = at::_foreach_sub(y, x);
       at::_foreach_add_(x, diff, a.d(0));
+      return {};
+    }
+    case PFL_OP_FOREACH_WEIGHTED_SUM_: {
+      a.name = "foreach_weighted_sum_"; a.need(3, 1 << 30, 0, 0);
+      if (a.in.size() % 2 != 1) throw ArgError("foreach_weighted_sum_: want n targets, n sources and the weights");
+      at::NoGradGuard ng;
+      const size_t n = (a.in.size() - 1) / 2;
+      const at::Tensor &w = a.in.back();
+      if (!w.defined() || w.dim() != 1) throw ArgError("foreach_weighted_sum_: the weights must be one vector [K]");
+      const int64_t k = w.size(0);
+      at::Tensor wk;  // the weights as a [1, K] row in the sources' dtype
+      for (size_t j = 0; j < n; ++j) {
+        at::Tensor dst = a.in[j], src = a.in[n + j];
+        if (!dst.defined() || !src.defined()) throw ArgError("foreach_weighted_sum_: null tensor in list");
+        if (src.dim() < 1 || src.size(0) != k || dst.numel() * k != src.numel())
+          throw ArgError("foreach_weighted_sum_: source " + std::to_string(j) + " " + shape_str(src) +
+                         " is not [" + std::to_string(k) + "] + the target's " + shape_str(dst));
+        if (!wk.defined() || wk.scalar_type() != src.scalar_type()) wk = w.to(src.scalar_type()).view({1, k});
+        // one matrix-vector product per parameter: [1, K] x [K, P]
+        at::Tensor sum = at::mm(wk, src.reshape({k, -1}));
+        dst.copy_(sum.view(dst.sizes()));
+      }
       return {};
     }
     case PFL_OP_INDEX_COPY_: {

@@ -230,6 +230,9 @@ enum pfl_op {
 
   /* added in ABI 1.1 */
   PFL_OP_INDEX_COPY_ = 110, /* [dst, index(i64), src] / [dim] -> 0: dst[..., index[i], ...] = src[..., i, ...], no autograd */
+
+  /* added in ABI 1.3 */
+  PFL_OP_FOREACH_WEIGHTED_SUM_ = 111, /* [dsts..., srcs..., w[K]] -> 0: dst_i = sum_k w_k src_i[k], no autograd */
 };
 
 /*

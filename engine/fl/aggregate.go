@@ -16,7 +16,9 @@ func Weights(samples []int) []float64 {
 }
 
 // WeightedMean reduces a client-stacked tensor x [K, ...] to Σ_k w_k x_k as [1, ...]: the
-// aggregation of a shared parameter, one reduction over the client dimension.
+// aggregation of a shared parameter, one reduction over the client dimension. Run
+// aggregates all shared parameters at once with cuda's ForeachWeightedSum; this is the
+// per-tensor reference.
 func WeightedMean(s *cuda.Scope, x *cuda.Tensor, w *cuda.Tensor) *cuda.Tensor {
 	shape := make([]int64, x.Dim())
 	for i := range shape {

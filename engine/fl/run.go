@@ -341,6 +341,7 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 	defer s.SetGradEnabled(true)
 	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	global := r.global.Params().List
+	var dst, src []*cuda.Tensor
 	for i, p := range r.stacked.Params().List {
 		if r.isGen[i] {
 			continue
@@ -348,8 +349,11 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 		if r.personal[i] {
 			s.IndexCopy(r.store[i], 0, idx, p.T)
 		} else {
-			s.CopyFrom(global[i].T, WeightedMean(s, p.T, w))
+			dst, src = append(dst, global[i].T), append(src, p.T)
 		}
+	}
+	if len(dst) > 0 { // every shared parameter in one native call (WeightedMean is the reference)
+		s.ForeachWeightedSum(dst, src, w)
 	}
 	return s.Err()
 }
