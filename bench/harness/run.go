@@ -96,7 +96,8 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	// Rounds is one more than the rounds run, so Round never evaluates on its own: the
 	// evaluation is timed apart.
 	fc := fl.Config{Rounds: w.Warmup + w.Measure + 1, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
-		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev, Graphs: !w.Eager}
+		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev, Graphs: !w.Eager,
+		EvalChunk: w.EvalChunk}
 	matmul := "highest"
 	switch w.Precision {
 	case "", "fp32":

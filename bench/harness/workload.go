@@ -34,6 +34,7 @@ type Workload struct {
 
 	Rounds    int // rounds of the full run (for the projection)
 	EvalEvery int // rounds between evaluations of the full run; 0: after the last only
+	EvalChunk int // clients per stacked evaluation pass; 0: PerRound
 
 	// Precision is fp32 (the default), tf32 (CUDA matmuls in TF32) or bf16 (autocast over
 	// float32 weights), as experiment's train.precision.
@@ -57,7 +58,7 @@ func fedTP(name, summary string, clients, perRound int) Workload {
 		Classes: 100, TrainPerClient: 1000, TestPerClient: cifarTest / clients,
 		Clients: clients, PerRound: perRound, Epochs: 5, Batch: 64,
 		LR: 0.01, Momentum: 0.9, WeightDecay: 1e-5,
-		Rounds: 1500, EvalEvery: 5, Warmup: 1, Measure: 3}
+		Rounds: 1500, EvalEvery: 5, EvalChunk: 25, Warmup: 1, Measure: 3}
 }
 
 // workloads are the issue's benchmark runs, in the order `pfl bench all` runs them.
@@ -127,6 +128,7 @@ func (w Workload) Small() Workload {
 	w.Model.Image = min(w.Model.Image, cifarSide)
 	w.Model.Depth = 2
 	w.Algorithm.Hyper.Hidden = 16
+	w.EvalChunk = 0
 	return w
 }
 
@@ -141,6 +143,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("harness: %s: %d training and %d test samples per client, want >= 1", w.Name, w.TrainPerClient, w.TestPerClient)
 	case w.Classes < 2:
 		return fmt.Errorf("harness: %s: %d classes, want >= 2", w.Name, w.Classes)
+	case w.EvalChunk < 0:
+		return fmt.Errorf("harness: %s: eval chunk %d, want >= 0 (0: clients per round)", w.Name, w.EvalChunk)
 	case w.Rounds < 1 || w.EvalEvery < 0:
 		return fmt.Errorf("harness: %s: full run of %d rounds evaluated every %d, want rounds >= 1 and eval every >= 0", w.Name, w.Rounds, w.EvalEvery)
 	case w.Warmup < 0 || w.Measure < 1:

@@ -36,6 +36,7 @@ func benchCmd(args []string, out io.Writer) error {
 		{"test-samples", "test samples per client", func(w *harness.Workload) *int { return &w.TestPerClient }},
 		{"rounds", "rounds of the full run (for the projection)", func(w *harness.Workload) *int { return &w.Rounds }},
 		{"eval-every", "rounds between evaluations of the full run (0: after the last only)", func(w *harness.Workload) *int { return &w.EvalEvery }},
+		{"eval-chunk", "clients per stacked evaluation pass (0: clients per round)", func(w *harness.Workload) *int { return &w.EvalChunk }},
 	}
 	vals := make([]int, len(ints))
 	for i, f := range ints {

@@ -136,6 +136,10 @@ type TrainConfig struct {
 	Momentum      float64 `mapstructure:"momentum"`      // default 0
 	WeightDecay   float64 `mapstructure:"weight_decay"`  // default 0
 	EvalEvery     int     `mapstructure:"eval_every"`    // rounds between evaluations; default 5
+	// EvalChunk is how many clients one stacked evaluation pass holds (larger: fewer,
+	// bigger passes, more device memory for one more stacked model); default the clients
+	// per round.
+	EvalChunk int `mapstructure:"eval_chunk"`
 	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std
 	// averages the evaluations of the last TailRounds rounds; default 200 (the paper's).
 	TailRounds int  `mapstructure:"tail_rounds"`
@@ -277,6 +281,9 @@ func (c Config) Validate() error {
 	}
 	if p := c.Train.Precision; p != "fp32" && p != "tf32" && p != "bf16" {
 		return fmt.Errorf("train.precision: %q; choose fp32, tf32 or bf16", p)
+	}
+	if c.Train.EvalChunk < 0 {
+		return fmt.Errorf("train.eval_chunk: %d; want >= 1 clients per pass (0: the clients per round)", c.Train.EvalChunk)
 	}
 	if n := c.Data.Normalize; n != "dataset" && n != "half" {
 		return fmt.Errorf("data.normalize: %q; choose dataset or half", n)

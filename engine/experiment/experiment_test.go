@@ -59,6 +59,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Data.Channels = 2 }, "channels"},
 		{func(c *Config) { c.Novel.Tune = []string{"head"} }, "novel.tune"},
 		{func(c *Config) { c.Train.Precision = "fp16" }, "train.precision"},
+		{func(c *Config) { c.Train.EvalChunk = -1 }, "train.eval_chunk"},
 	} {
 		var cfg Config
 		cfg.Defaults()

@@ -204,7 +204,7 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
-		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager}
+		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
