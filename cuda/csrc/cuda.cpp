@@ -125,6 +125,11 @@ int32_t pfl_cuda_graph_new(pfl_graph *out, pfl_status *st) {
 int32_t pfl_cuda_graph_capture_begin(pfl_graph g, pfl_stream s, pfl_status *st) {
   PFL_TRY
   if (!g || !s) throw ArgError("null graph or stream");
+  // As torch.cuda.graph does: finish the queued work and hand the blocks the caching
+  // allocator holds back to the device, so that the capture's private pool can take the
+  // memory the eager warm-up step held (a large step would not fit twice).
+  C10_CUDA_CHECK(cudaDeviceSynchronize());
+  c10::cuda::CUDACachingAllocator::emptyCache();
   c10::cuda::CUDAStreamGuard guard(s->s);
   g->stream = s->s;
   g->g.capture_begin();
