@@ -160,7 +160,11 @@ int32_t pfl_cuda_graph_register_generator(pfl_graph g, pfl_generator gen, pfl_st
   if (g->stream) throw ArgError("register generators before the capture begins");
   if (gen->g.device().type() != at::kCUDA)
     throw ArgError("a " + gen->g.device().str() + " generator cannot be read by a CUDA graph");
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+  // torch 2.14 removed CUDAGraph::register_generator_state(const Generator&): a capture now
+  // registers a generator's state itself on the generator's first draw inside it, so there
+  // is nothing left to do here.
+#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4
   g->g.register_generator_state(gen->g);
 #else
   throw ArgError("a CUDA graph reads custom generators from torch 2.4 on; this build has " +

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Prepares the header trees that check.sh compiles against (run once; needs apt access to
+# deb.debian.org). Nothing is installed: packages are downloaded and unpacked under $PFL_HEADERS_DIR (default /tmp/pfl-torch-headers).
+#  - libtorch-dev 2.14.1+dfsg-1 (Debian sid): a complete, generated PyTorch 2.14 include tree
+#    (ATen/ops/*, torch/csrc/autograd/generated, version.h, cmake_macros.h ...). Its CPU build
+#    still ships ATen/cuda/* and c10/cuda/*; only c10/cuda/impl/cuda_cmake_macros.h is missing
+#    and is hand-written into overlay/.
+#  - libtorch-cuda-dev 2.6.0+dfsg-7+b1 (Debian trixie contrib): PyTorch 2.6 built with CUDA.
+#  - nvidia-cuda-dev 12.5 (experimental non-free) + libcu++-dev 2.5 (sid): CUDA 12.5 headers for
+#    the 2.14 tree; the 2.6 tree uses the system's CUDA 11.8 headers (bookworm nvidia-cuda-dev).
+#    Install that one first: add contrib non-free to the apt sources, apt-get install nvidia-cuda-dev.
+# A full PyTorch source snapshot (github:pytorch/pytorch, ~4 GB; forks ~1 GB) is over the
+# 500 MB fetch limit of this machine, so torchgen could not be run on a 2.11 tree.
+set -euo pipefail
+P=${PFL_HEADERS_DIR:-/tmp/pfl-torch-headers}
+mkdir -p $P/apt/{lists/partial,archives/partial,debs}
+cat > $P/apt/sources.list <<'S'
+deb http://deb.debian.org/debian sid main contrib non-free non-free-firmware
+deb http://deb.debian.org/debian experimental main contrib non-free non-free-firmware
+deb http://deb.debian.org/debian trixie main contrib non-free non-free-firmware
+S
+A="-o Dir::Etc::SourceList=$P/apt/sources.list -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists=$P/apt/lists -o Dir::Cache::Archives=$P/apt/archives -o Dir::Cache::pkgcache=$P/apt/pkgcache.bin -o Dir::Cache::srcpkgcache=$P/apt/srcpkgcache.bin"
+apt-get $A update -q
+cd $P/apt/debs
+apt-get $A download libtorch-dev=2.14.1+dfsg-1 libtorch-cuda-dev=2.6.0+dfsg-7+b1 \
+  nvidia-cuda-dev=12.5.39~12.5.0-2+b1 libcu++-dev=2.5.0-1
+cd $P
+rm -rf deb214 deb26 cuda125 && mkdir -p deb214 deb26 cuda125
+dpkg -x apt/debs/libtorch-dev_2.14.1+dfsg-1_amd64.deb deb214
+dpkg -x apt/debs/libtorch-cuda-dev_2.6.0+dfsg-7+b1_amd64.deb deb26
+dpkg-deb --fsys-tarfile apt/debs/nvidia-cuda-dev_12.5.39~12.5.0-2+b1_amd64.deb | tar -x -C cuda125 --wildcards './usr/include/*'
+dpkg-deb --fsys-tarfile apt/debs/libcu++-dev_2.5.0-1_all.deb | tar -x -C cuda125 --wildcards './usr/include/*'
+mkdir -p overlay/c10/cuda/impl
+printf '#pragma once\n// Hand-written stand-in for the header a PyTorch CMake build generates\n// from c10/cuda/impl/cuda_cmake_macros.h.in.\n#define C10_CUDA_BUILD_SHARED_LIBS\n' \
+  > overlay/c10/cuda/impl/cuda_cmake_macros.h
+# /usr/include minus what Debian's libtorch 1.13 and CUDA 11.8 packages put there (sysinc).
+for p in libtorch-dev nvidia-cuda-dev libcub-dev libcu++-dev libcupti-dev libnvidia-ml-dev libthrust-dev; do
+  dpkg -L $p 2>/dev/null | grep '^/usr/include/' | sed -E 's#^/usr/include/([^/]+).*#\1#'
+done | sort -u > blocked.txt
+rm -rf sysinc cuda118 && mkdir sysinc
+for e in /usr/include/*; do n=$(basename $e); grep -qxF "$n" blocked.txt || ln -s $e sysinc/$n; done
+echo "prepared; now run scripts/torch-headers/check.sh"
