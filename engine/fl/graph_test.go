@@ -56,7 +56,7 @@ func TestGraphsAreIgnoredOnTheCPU(t *testing.T) {
 // hypernetwork's Q/K/V, momentum, augmentation, feature noise) and FedRep (two phases,
 // two captures). The graph runs must capture every phase, end equal to the eager runs
 // (float32; replays run the same kernels, so only a kernel choice could differ), and hold
-// device memory and live handles constant from the second round on.
+// device memory and live handles constant from the third round (the first evaluated) on.
 func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 	dev := requireCUDA(t)
 	st := newSetupOn(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3, NoiseMax: 0.2}, dev)
@@ -71,6 +71,8 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 	}{
 		{"fedtp", func() Strategy { return &FedTP{Hyper: smallHyper()} }, 1},
 		{"fedrep", func() Strategy { return FedRep{HeadEpochs: 1} }, 2},
+		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside
+		{"fedbabu", func() Strategy { return FedBABU{} }, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,16 +91,16 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 					if _, err := r.Round(round); err != nil {
 						t.Fatal(err)
 					}
-					if round == 1 {
+					if round == 2 { // after the first evaluation (FedBABU's fine-tuning state)
 						tensors = cuda.LiveTensors()
 						alloc, _, _ = cuda.CUDAMemoryStats(dev.Index, false)
 					}
 				}
 				if n := cuda.LiveTensors(); n != tensors {
-					t.Errorf("graphs %v: %d live tensors after round 6, %d after round 2", graphs, n, tensors)
+					t.Errorf("graphs %v: %d live tensors after round 6, %d after round 3", graphs, n, tensors)
 				}
 				if a, _, _ := cuda.CUDAMemoryStats(dev.Index, false); a != alloc {
-					t.Errorf("graphs %v: %d bytes allocated after round 6, %d after round 2", graphs, a, alloc)
+					t.Errorf("graphs %v: %d bytes allocated after round 6, %d after round 3", graphs, a, alloc)
 				}
 				n, err := r.GraphStatus()
 				if graphs && (n != c.captures || err != nil) {
@@ -122,6 +124,18 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 			ea, eb := a.History[rounds-1].Eval, b.History[rounds-1].Eval
 			if ea == nil || eb == nil || math.Abs(ea.Micro-eb.Micro) > 0.02 {
 				t.Errorf("final accuracy eager %+v, replayed %+v", ea, eb)
+			}
+			// outside Round (the default stream) a captured phase runs eagerly
+			va, err := a.Evaluate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vb, err := b.Evaluate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(va.Micro-eb.Micro) > 0.02 || math.Abs(vb.Micro-eb.Micro) > 0.02 {
+				t.Errorf("evaluations after the rounds: eager run %.4f, graph run %.4f, last round's %.4f", va.Micro, vb.Micro, eb.Micro)
 			}
 		})
 	}

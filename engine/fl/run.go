@@ -38,6 +38,7 @@ type Run struct {
 
 	steps          map[stepKey]*stepState // per model and phase, for the whole run
 	stream         *cuda.Stream           // the rounds' stream when steps are captured as CUDA graphs
+	onRunStream    bool                   // inside Round, with stream current
 	graphsCaptured int
 	graphErr       error
 
@@ -314,7 +315,9 @@ func (r *Run) onStream() (done func(), err error) {
 		runtime.UnlockOSThread()
 		return nil, err
 	}
+	r.onRunStream = true
 	return func() {
+		r.onRunStream = false
 		r.stream.Synchronize()
 		cuda.SetCurrentStream(dev, nil)
 		runtime.UnlockOSThread()

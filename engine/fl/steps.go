@@ -252,14 +252,16 @@ func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, r
 }
 
 // runStep runs one step: a replay of the state's graph when it has one; else, with graphs
-// on and the state warm, a capture followed by a replay (capturing records the step
+// on (inside Round) and the state warm, a capture followed by a replay (capturing records the step
 // without running it); else the step eagerly. A capture that fails is recorded
 // (GraphStatus) and the run goes on eagerly for this state.
 func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cuda.Scope)) error {
-	if ss.graph != nil {
+	// Graphs run on the run's stream, which is current only inside Round; outside it (an
+	// evaluation's fine-tuning called on its own) the steps run eagerly, in stream order.
+	if ss.graph != nil && r.onRunStream {
 		return ss.graph.Replay()
 	}
-	if r.stream != nil && cached && ss.warm && !ss.captured {
+	if r.onRunStream && cached && ss.warm && !ss.captured {
 		ss.captured = true
 		err := r.capture(st, ss, body)
 		if err == nil {
