@@ -54,7 +54,7 @@ type Report struct {
 	MFUBF16       float64 `json:"mfu_bf16"` // TrainTFLOPS / PeakBF16
 
 	PeakMemory   int64 `json:"peak_memory_bytes"`
-	HandleGrowth int64 `json:"handle_growth"` // live tensor handles after the timed rounds minus before
+	HandleGrowth int64 `json:"handle_growth"`       // live tensor handles after the timed rounds minus before
 	MemoryGrowth int64 `json:"memory_growth_bytes"` // CUDA bytes allocated after the timed rounds minus before
 
 	// Graphs is how many training steps were captured as CUDA graphs (one per model and

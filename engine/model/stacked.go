@@ -141,7 +141,7 @@ func maskedBatchNorm(s *cuda.Scope, x, w, b, mean, variance, mask *cuda.Tensor) 
 	}
 	// a scalar op, not a host-made tensor: a captured step copies nothing from the host
 	n := s.To(s.Reshape(s.MulScalar(s.Sum(m, false, 1), float64(spatial)), k), x.DType()) // [K]
-	cshape := append([]int64{k, 1, c}, mshape[3:]...)                                          // [K, 1, C, 1...]
+	cshape := append([]int64{k, 1, c}, mshape[3:]...)                                     // [K, 1, C, 1...]
 	nb := s.Reshape(s.Clamp(n, 1, math.Inf(1)), append([]int64{k, 1, 1}, mshape[3:]...)...)
 	mu := s.Div(s.Sum(s.Mul(x, m), true, dims...), nb) // [K, 1, C, 1...]
 	d := s.Sub(x, mu)
