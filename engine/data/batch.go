@@ -177,7 +177,7 @@ func (p *Plan) Upload(dev cuda.Device, noiseStd []float64) (*DevicePlan, error) 
 		}
 		d.noiseStd = s.To(cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1), cuda.Float32)
 		for _, id := range p.Clients {
-			g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: p.Config.Seed, Purpose: "noise", Round: p.Config.Round, Client: id}), dev)
+			g, err := cuda.NewGenerator(noiseSeed(p.Config, id), dev)
 			if err != nil {
 				d.Close()
 				return nil, err
@@ -278,7 +278,7 @@ func (d *DevicePlan) Load(p *Plan, noiseStd []float64) error {
 	if noiseStd != nil {
 		s.CopyFrom(d.noiseStd, cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1))
 		for i, id := range p.Clients {
-			if err := d.noise[i].Reseed(rng.Derive(rng.Key{Seed: p.Config.Seed, Purpose: "noise", Round: p.Config.Round, Client: id})); err != nil {
+			if err := d.noise[i].Reseed(noiseSeed(p.Config, id)); err != nil {
 				return err
 			}
 		}
@@ -314,6 +314,11 @@ func (d *DevicePlan) Row(s *cuda.Scope, t *cuda.Tensor, step int) *cuda.Tensor {
 		return s.Select(t, 0, int64(step))
 	}
 	return s.Squeeze(s.IndexSelect(t, 0, d.cursor), 0)
+}
+
+// noiseSeed seeds client id's feature-noise stream for the round of c.
+func noiseSeed(c PlanConfig, id int) uint64 {
+	return rng.Derive(rng.Key{Seed: c.Seed, Purpose: "noise", Round: c.Round, Client: id})
 }
 
 // Close frees the plan's tensors and generators.

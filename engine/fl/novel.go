@@ -214,7 +214,7 @@ func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (strin
 		opt := &sgd{lr: cfg.LR}
 		defer opt.close()
 		for e := 1; e <= cfg.Epochs; e++ {
-			_, _, err := r.runSteps(s, r.evalM, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil, nil,
+			_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil,
 				func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
 					per := r.loss(st, r.evalM, b, pass)
 					grads := st.Grad([]*cuda.Tensor{st.Sum(per, false)}, nil, train, cuda.GradOptions{AllowUnused: true})
@@ -267,7 +267,7 @@ func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m
 	}
 	for e := 1; e <= cfg.Epochs; e++ {
 		s.SetGradEnabled(true)
-		_, _, err := r.runSteps(s, m, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil, nil,
+		_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil,
 			func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
 				generated := t.Generate(st, b.Rows)
 				r.loadGenerated(st, m, generated)

@@ -393,17 +393,12 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 	}
 	reg, _ := r.strat.(Regularizer)
-	var opt *sgd
-	cached := func(steps int) (*stepState, error) {
-		ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, steps, parts, func() *sgd {
-			return &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay}
-		})
-		if err == nil {
-			opt = ss.opt
-		}
-		return ss, err
+	ss, err := r.phaseState(m, phase, ph.Epochs, parts, &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay})
+	if err != nil {
+		return 0, 0, err
 	}
-	return r.runSteps(s, m, ids, parts, round, phase, ph.Epochs, ph.Steps, met, cached, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
+	opt := ss.opt // the phase's, kept with its buffers for the whole run
+	return r.runSteps(s, ss, ids, parts, round, phase, ph.Epochs, ph.Steps, met, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
 		perClient := r.loss(st, m, b, pass)
 		loss := st.Sum(perClient, false)
 		if reg != nil {

@@ -114,33 +114,24 @@ type stepKey struct {
 	phase int
 }
 
-// phaseState returns the run's step state for training m (K = len(ids)) in phase, made on
-// first use with room for the longest local training any client can have in this phase,
-// and remade (its graph dropped) if a plan ever needs more steps.
-func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, steps int, parts [][]int, opt func() *sgd) (*stepState, error) {
+// phaseState returns the run's step state for training m in phase, made on first use with
+// room for the longest plan of epochs epochs that any client's samples parts[c] can need
+// (plans are not shortened by a phase's step limit, so it does not count).
+func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, opt *sgd) (*stepState, error) {
 	key := stepKey{m, phase}
-	ss := r.steps[key]
-	if ss != nil && ss.capacity() >= steps {
+	if ss := r.steps[key]; ss != nil {
 		return ss, nil
 	}
-	capacity := steps
-	for _, c := range r.trainable {
-		n := epochs * ((len(parts[c]) + r.cfg.Batch - 1) / r.cfg.Batch)
-		if maxSteps > 0 {
-			n = min(n, maxSteps)
-		}
-		capacity = max(capacity, n)
-	}
-	if ss != nil {
-		ss.close()
-		delete(r.steps, key)
+	capacity := 1
+	for _, part := range parts {
+		capacity = max(capacity, epochs*((len(part)+r.cfg.Batch-1)/r.cfg.Batch))
 	}
 	k := m.Params().List[0].T.Size(0)
 	ss, err := newStepState(r.cfg.Device, capacity, int(k), r.cfg.Batch, r.fed.Part.Noise != nil)
 	if err != nil {
 		return nil, err
 	}
-	ss.opt = opt()
+	ss.opt = opt
 	if r.steps == nil {
 		r.steps = map[stepKey]*stepState{}
 	}
@@ -149,18 +140,18 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, steps int, part
 }
 
 // runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
-// parts[id], loads the plan into a step state (the run's cached one for phase when cached,
-// else a state of its own) and runs step on each step's stacked batch, assembled on the
+// parts[id], loads the plan into a step state (ss, the run's for the phase, or when nil a
+// state of its own for this call) and runs step on each step's stacked batch, assembled on the
 // device. It returns the sum of the clients' per-step mean losses and how many (client,
 // step) pairs it holds; a non-finite loss is an error naming the clients. The losses are
 // read once, after the last step.
 //
-// With CUDA graphs on and a cached state, the first step ever runs eagerly (a warm-up that
+// With CUDA graphs on and the run's state, the first step ever runs eagerly (a warm-up that
 // also allocates the optimizer's buffers), the second is captured, and every later step,
 // in this and every later round, replays the capture. A step must therefore read only
 // device values that change between steps and rounds (the batch, the activity, Batch.Rows,
 // the dropout streams), never Go values such as Batch.Clients.
-func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, cached func(steps int) (*stepState, error), step stepFunc) (float64, float64, error) {
+func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
 	td := time.Now()
 	own := make([][]int, len(ids))
 	var noise []float64
@@ -179,12 +170,8 @@ func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, r
 	if maxSteps > 0 {
 		steps = min(steps, maxSteps)
 	}
-	var ss *stepState
-	if cached != nil {
-		if ss, err = cached(plan.Steps); err != nil {
-			return 0, 0, err
-		}
-	} else {
+	cached := ss != nil
+	if !cached {
 		if ss, err = newStepState(r.cfg.Device, plan.Steps, len(ids), r.cfg.Batch, noise != nil); err != nil {
 			return 0, 0, err
 		}
@@ -212,21 +199,22 @@ func (r *Run) runSteps(s *cuda.Scope, m model.Model, ids []int, parts [][]int, r
 	}
 	st := cuda.NewScope()
 	defer st.Close()
-	for i := 0; i < steps; i++ {
-		body := func(st *cuda.Scope) {
-			b := r.train.Batch(st, ss.plan, i)
-			batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: ss.rows}
-			r.autocast(st)
-			perClient := step(st, batch, &model.Pass{Train: true, Gens: ss.gens, Mask: b.Mask}, ss.plan.Row(st, ss.active, i))
-			if r.cfg.Autocast != 0 {
-				st.SetAutocast(cuda.Float32)
-			}
-			st.SetGradEnabled(false)
-			st.CopyFrom(ss.lossSum, st.Add(ss.lossSum, st.To(st.Detach(perClient), cuda.Float32)))
-			ss.plan.Advance(st)
-			st.SetGradEnabled(true)
+	var i int // the step being run (only checked: the plan's cursor picks its rows)
+	body := func(st *cuda.Scope) {
+		b := r.train.Batch(st, ss.plan, i)
+		batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: ss.rows}
+		r.autocast(st)
+		perClient := step(st, batch, &model.Pass{Train: true, Gens: ss.gens, Mask: b.Mask}, ss.plan.Row(st, ss.active, i))
+		if r.cfg.Autocast != 0 {
+			st.SetAutocast(cuda.Float32)
 		}
-		if err := r.runStep(st, ss, cached != nil, body); err != nil {
+		st.SetGradEnabled(false)
+		st.CopyFrom(ss.lossSum, st.Add(ss.lossSum, st.To(st.Detach(perClient), cuda.Float32)))
+		ss.plan.Advance(st)
+		st.SetGradEnabled(true)
+	}
+	for i = 0; i < steps; i++ {
+		if err := r.runStep(st, ss, cached, body); err != nil {
 			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
 		if err := s.Err(); err != nil {
