@@ -161,13 +161,18 @@ func (w Workload) Validate() error {
 // experiment is w as an experiment config, so that the algorithm's options take
 // experiment's defaults and checks, and the strategy comes from experiment.Strategies.
 func (w Workload) experiment() experiment.Config {
-	cfg := experiment.Config{Name: w.Name, Device: "cpu", Algorithm: w.Algorithm,
-		Data:  experiment.DataConfig{Dataset: "synthetic", Clients: w.Clients},
-		Model: experiment.ModelConfig{Preset: w.Model.Preset},
-		Train: experiment.TrainConfig{Rounds: w.Rounds, Participation: float64(w.PerRound) / float64(w.Clients),
-			Epochs: w.Epochs, Batch: w.Batch, LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, EvalEvery: w.EvalEvery}}
-	cfg.Defaults()
-	return cfg
+	cfg := experiment.DefaultConfig()
+	cfg.Name, cfg.Device = w.Name, "cpu"
+	cfg.Algorithm.Name = w.Algorithm.Name // the workloads set the name and, for FedTP, what it generates
+	if len(w.Algorithm.Generate) > 0 {
+		cfg.Algorithm.Generate = w.Algorithm.Generate
+	}
+	cfg.Data.Dataset, cfg.Data.Clients = "synthetic", w.Clients
+	cfg.Model.Preset = w.Model.Preset
+	cfg.Train.Rounds, cfg.Train.Participation = w.Rounds, float64(w.PerRound)/float64(w.Clients)
+	cfg.Train.Epochs, cfg.Train.Batch, cfg.Train.LR = w.Epochs, w.Batch, w.LR
+	cfg.Train.Momentum, cfg.Train.WeightDecay, cfg.Train.EvalEvery = w.Momentum, w.WeightDecay, w.EvalEvery
+	return cfg.Resolved()
 }
 
 // Cost is a workload's FLOPs by the package's convention (6·MACs per training sample,

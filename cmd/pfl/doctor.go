@@ -17,6 +17,10 @@ func doctor(args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "go:              %s %s/%s, %d CPUs\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	// OpenMP starts every thread it is given: an absurd count would hang the process.
+	if limit := 4 * runtime.NumCPU(); *threads < 0 || *threads > limit {
+		return fmt.Errorf("--threads %d: want 0 (leave as is) to %d (4 × the %d CPUs)", *threads, limit, runtime.NumCPU())
+	}
 	if *threads > 0 {
 		if err := cuda.SetNumThreads(*threads); err != nil {
 			return err

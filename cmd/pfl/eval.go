@@ -11,12 +11,8 @@ import (
 func evalCmd(args []string, out io.Writer) error {
 	fs := newFlags("eval", out)
 	perClient := fs.Bool("clients", false, "print every client's accuracy")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(out, "usage: pfl eval [-clients] <run dir>")
-		return errUsage
+	if err := parseArgs(fs, args, 1, 1, "pfl eval [-clients] <run dir>"); err != nil {
+		return err
 	}
 	ev, rounds, err := experiment.Evaluate(fs.Arg(0))
 	if err != nil {

@@ -89,7 +89,8 @@ func newFlags(name string, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, turning a flag error into errUsage (the flag package printed it).
+// parse parses args for a command that takes no positional arguments, turning a flag
+// error into errUsage (the flag package printed it); -h is flag.ErrHelp (exit 0).
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,6 +100,23 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		return errUsage
+	}
+	return nil
+}
+
+// parseArgs parses args for a command that takes between lo and hi positional arguments
+// (hi < 0: no limit), printing use on a wrong count; -h is flag.ErrHelp (exit 0), as for
+// every command.
+func parseArgs(fs *flag.FlagSet, args []string, lo, hi int, use string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() < lo || (hi >= 0 && fs.NArg() > hi) {
+		fmt.Fprintln(fs.Output(), "usage:", use)
 		return errUsage
 	}
 	return nil

@@ -36,7 +36,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"train", "--resume", "/nonexistent-run"}, 1, "config.json"},
 		{[]string{"plot"}, 2, "usage: pfl plot"},
 		{[]string{"plot", "/nonexistent-run"}, 1, "metrics.jsonl"},
-		{[]string{"train", "--resume", "x", "--set", "seed=2"}, 1, "drop -c and --set"},
+		{[]string{"train", "--resume", "x", "-c", "a.yaml"}, 1, "drop -c"},
 		{[]string{"train", "-c", "../../configs/quickstart-fmnist.yaml", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
 			"--set", "train.participation=0.5", "--set", "out=" + tmp}, 0, "run directory"},
 		// the embedded demo (a suite of five algorithms), shrunk to synthetic 32×32 images
@@ -67,7 +67,7 @@ func TestEveryPresetDecodesAndValidates(t *testing.T) {
 			t.Errorf("%s: %v", e.Name(), err)
 			continue
 		}
-		cfg.Defaults()
+		cfg = cfg.Resolved()
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", e.Name(), err)
 		}

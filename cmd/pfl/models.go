@@ -19,6 +19,9 @@ func modelsCmd(args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *classes < 0 || *classes > maxClasses {
+		return fmt.Errorf("-classes %d: want 0 (each preset's own) to %d", *classes, maxClasses)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "model\tclasses\tparams\tfwd GFLOP\ttrain GFLOP\tparams by role\t")
 	for _, p := range model.Presets() {
@@ -45,6 +48,10 @@ func modelsCmd(args []string, out io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// maxClasses bounds -classes: a head of more classes than this is no model anyone trains,
+// and counts of absurd heads would overflow.
+const maxClasses = 1_000_000
 
 // human writes a count with thousands separators.
 func human(n int64) string {

@@ -3,11 +3,32 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
 	"pfl/engine/data"
 )
+
+// checkPartitionFlags refuses values no partition can use, naming the flag.
+func checkPartitionFlags(c data.PartitionConfig) error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case c.Clients < 1:
+		return fmt.Errorf("-clients %d: want >= 1", c.Clients)
+	case !finite(c.Alpha) || c.Alpha <= 0:
+		return fmt.Errorf("-alpha %g: want a finite value > 0", c.Alpha)
+	case c.ClassesPerClient < 1:
+		return fmt.Errorf("-k %d: want >= 1", c.ClassesPerClient)
+	case c.MinSize < 1:
+		return fmt.Errorf("-min-size %d: want >= 1", c.MinSize)
+	case !finite(c.HoldOut) || c.HoldOut < 0 || c.HoldOut >= 1:
+		return fmt.Errorf("-holdout %g: want a fraction in [0, 1)", c.HoldOut)
+	case !finite(c.NoiseMax) || c.NoiseMax < 0:
+		return fmt.Errorf("-noise %g: want a finite value >= 0", c.NoiseMax)
+	}
+	return nil
+}
 
 // partitionCmd spreads a dataset over clients and writes the manifest and heatmap.
 func partitionCmd(args []string, out io.Writer) error {
@@ -28,6 +49,9 @@ func partitionCmd(args []string, out io.Writer) error {
 		return err
 	}
 	cfg.Method, cfg.Convention = data.Method(*method), data.Convention(*convention)
+	if err := checkPartitionFlags(cfg); err != nil {
+		return err
+	}
 	sp, err := data.Open(*spec)
 	if err != nil {
 		return err

@@ -11,12 +11,8 @@ import (
 func plotCmd(args []string, out io.Writer) error {
 	fs := newFlags("plot", out)
 	path := fs.String("out", "accuracy.png", "output file (.png or .svg)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(out, "usage: pfl plot [-out file.png] <run dir>...")
-		return errUsage
+	if err := parseArgs(fs, args, 1, -1, "pfl plot [-out file.png] <run dir>..."); err != nil {
+		return err
 	}
 	if err := experiment.Compare(*path, fs.Args()); err != nil {
 		return err

@@ -1,135 +1,132 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-
-	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
 
 	"pfl/configs"
 	"pfl/engine/experiment"
 )
 
-// setFlags collects repeatable --set key=value overrides.
-type setFlags []string
-
-func (s *setFlags) String() string     { return strings.Join(*s, ",") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
-
-// loadConfig reads an experiment config: the YAML file (or the embedded demo),
-// then PFL_* environment variables (PFL_TRAIN_ROUNDS=10), then --set overrides, decoded into
-// the typed struct; an unknown key is an error naming it.
-func loadConfig(path string, sets []string) (experiment.Config, error) {
-	var cfg experiment.Config
-	v := viper.New()
-	v.SetConfigType("yaml")
-	v.SetEnvPrefix("PFL")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
-	var src []byte
-	var err error
-	if path == "" {
-		src, err = configs.Files.ReadFile(configs.Demo)
-	} else {
-		src, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return cfg, err
-	}
-	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
-	for _, s := range sets {
-		key, val, ok := strings.Cut(s, "=")
-		if !ok || key == "" {
-			return cfg, fmt.Errorf("--set %q: want key=value, e.g. train.rounds=10", s)
-		}
-		v.Set(key, setValue(val))
-	}
-	err = v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
-		dc.ErrorUnused = true      // a misspelt key is an error, not a silent default
-		dc.WeaklyTypedInput = true // --set values arrive as strings
-	})
-	if err != nil {
-		where := path
-		if where == "" {
-			where = "the demo"
-		}
-		return cfg, fmt.Errorf("config (%s): %w", where, err)
-	}
-	return cfg, nil
-}
-
-// setValue reads a --set value: "[a, b]" is a list (suite, algorithm.generate, novel.tune),
-// anything else a string that decoding converts to the key's type.
-func setValue(val string) any {
-	inner, ok := strings.CutPrefix(val, "[")
-	if inner, ok2 := strings.CutSuffix(inner, "]"); ok && ok2 {
-		items := []string{}
-		for _, it := range strings.Split(inner, ",") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, it)
-			}
-		}
-		return items
-	}
-	return val
-}
-
-// trainCmd runs an experiment.
+// trainCmd runs an experiment, or continues one.
 func trainCmd(args []string, out io.Writer) error {
 	fs := newFlags("train", out)
 	path := fs.String("c", "", "experiment config (YAML); empty: the built-in demo ("+configs.Demo+")")
 	var sets setFlags
-	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable)")
-	resume := fs.String("resume", "", "continue the run in this run directory from its last checkpoint")
+	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume only train.rounds, eval_every, checkpoint_every and tail_rounds)")
+	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
+	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	// SIGINT/SIGTERM finish the round in progress, save a checkpoint and stop.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(out)
 	defer stop()
-	var res *experiment.Result
 	if *resume != "" {
-		if *path != "" || len(sets) > 0 {
-			return fmt.Errorf("--resume continues a run with its own config; drop -c and --set")
+		if *path != "" || *overwrite {
+			return fmt.Errorf("--resume continues a run with its own config; drop -c and --overwrite")
 		}
-		r, err := experiment.Resume(ctx, *resume, observer(out))
-		if err != nil {
-			return err
-		}
-		res = r
-	} else {
-		cfg, err := loadConfig(*path, sets)
-		if err != nil {
-			return err
-		}
-		if len(cfg.Suite) > 0 {
-			sr, err := experiment.RunSuite(ctx, cfg, observer(out))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "\n%s\nresults: %s\nplot: %s\n", sr.Table,
-				filepath.Join(sr.Dir, "results.md"), filepath.Join(sr.Dir, "accuracy.png"))
-			return nil
-		}
-		if res, err = experiment.Run(ctx, cfg, observer(out)); err != nil {
-			return err
-		}
+		return resumeRun(ctx, *resume, sets, out)
 	}
+	cfg, err := loadConfig(*path, sets)
+	if err != nil {
+		return err
+	}
+	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
+	if len(cfg.Suite) > 0 {
+		sr, err := experiment.RunSuiteWith(ctx, cfg, opts)
+		if err != nil {
+			return err
+		}
+		printSuite(out, sr)
+		return nil
+	}
+	res, err := experiment.RunWith(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	printResult(out, res)
+	return nil
+}
+
+// resumeRun continues a run or a suite; --set may change the keys a resumed run may change
+// (the run refuses any other difference, naming it).
+func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) error {
+	if experiment.IsSuite(dir) {
+		if len(sets) > 0 {
+			return fmt.Errorf("--set with --resume of a suite: edit %s instead", filepath.Join(dir, "config.json"))
+		}
+		sr, err := experiment.ResumeSuite(ctx, dir, observer(out))
+		if err != nil {
+			return err
+		}
+		printSuite(out, sr)
+		return nil
+	}
+	cfg, err := experiment.LoadRunConfig(dir)
+	if err != nil {
+		return err
+	}
+	if len(sets) > 0 {
+		out, name := cfg.Out, cfg.Name // where the run lies now, whatever config.json says
+		if cfg, err = loadConfig(filepath.Join(dir, "config.json"), sets); err != nil {
+			return err
+		}
+		cfg.Out, cfg.Name = out, name
+	}
+	res, err := experiment.ResumeWith(ctx, cfg, observer(out))
+	if err != nil {
+		return err
+	}
+	printResult(out, res)
+	return nil
+}
+
+// interruptible returns a context that the first SIGINT or SIGTERM cancels (the run
+// finishes its round, saves a checkpoint and stops; during set-up it stops at the next
+// stage) and a second one ends the process at once (the last checkpoint, written
+// atomically, stays valid).
+func interruptible(out io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint); send it again to stop at once\n", s)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(out, "\npfl: %v again: stopping now; the last checkpoint is kept\n", s)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+func printSuite(out io.Writer, sr *experiment.SuiteResult) {
+	fmt.Fprintf(out, "\n%s\nresults: %s\nplot: %s\n", sr.Table,
+		filepath.Join(sr.Dir, "results.md"), filepath.Join(sr.Dir, "accuracy.png"))
+}
+
+func printResult(out io.Writer, res *experiment.Result) {
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
 	fmt.Fprintf(out, "final accuracy %.4f; per client %.4f ± %.4f (p10 %.3f, median %.3f, p90 %.3f, worst 10%% %.3f)\n",
 		s.FinalMicro, s.FinalMean, s.FinalStd, s.P10, s.P50, s.P90, s.Worst10)
 	fmt.Fprintf(out, "accuracy over the last %d evaluations %.4f ± %.4f\n", s.TailEvals, s.TailMean, s.TailStd)
 	fmt.Fprintf(out, "run directory: %s\n", res.Dir)
-	return nil
 }

@@ -11,10 +11,10 @@ import (
 )
 
 func TestRunWritesTheRunDirectory(t *testing.T) {
-	cfg := Config{Name: "tiny", Out: t.TempDir(),
+	cfg := filled(Config{Name: "tiny", Out: t.TempDir(),
 		Data:      DataConfig{Dataset: "synthetic:600", Clients: 6, Partition: "dirichlet", Alpha: 1},
 		Algorithm: AlgorithmConfig{Name: "fedper"},
-		Train:     TrainConfig{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}}
+		Train:     TrainConfig{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +61,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Train.Precision = "fp16" }, "train.precision"},
 		{func(c *Config) { c.Train.EvalChunk = -1 }, "train.eval_chunk"},
 	} {
-		var cfg Config
-		cfg.Defaults()
+		cfg := DefaultConfig().Resolved()
 		c.mutate(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one naming %q", err, c.want)
@@ -74,11 +73,11 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 	for _, alg := range []string{"fedtp", "fedtp-per", "fedtp-rod", "fedtp-knn"} {
 		t.Run(alg, func(t *testing.T) {
 			// synthetic 32×32 images; a small tiny-vit (patch 8) built from the size keys
-			cfg := Config{Name: alg, Out: t.TempDir(),
+			cfg := filled(Config{Name: alg, Out: t.TempDir(),
 				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
 				Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
 				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 16}},
-				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}}
+				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -107,9 +106,9 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 }
 
 func TestSuiteComparesAlgorithms(t *testing.T) {
-	cfg := Config{Name: "suite", Out: t.TempDir(), Suite: []string{"fedavg", "local"},
+	cfg := filled(Config{Name: "suite", Out: t.TempDir(), Suite: []string{"fedavg", "local"},
 		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}}
+		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,11 +130,11 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	// FedPerfix's OrganAMNIST path in small: grey 28×28 images resized on the device to
 	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB
-	cfg := Config{Name: "resize", Out: t.TempDir(),
+	cfg := filled(Config{Name: "resize", Out: t.TempDir(),
 		Data:      DataConfig{Dataset: "fashion-mnist", TrainSamples: 200, TestSamples: 100, Clients: 4, Partition: "iid", ImageSize: 32, Channels: 3, Normalize: "half", Convention: "fedperfix", TrainFrac: 0.85},
 		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
 		Algorithm: AlgorithmConfig{Name: "vanilla-attn"},
-		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}}
+		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}})
 	if _, err := os.Stat("/usr/share/datasets/fashion-mnist"); err != nil {
 		t.Skip("Fashion-MNIST not installed")
 	}
@@ -144,7 +143,7 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(res.Dir, "config.json"))
-	if !strings.Contains(string(b), `"ImageSize": 32`) {
+	if !strings.Contains(string(b), `"image_size": 32`) {
 		t.Errorf("config.json does not record the resize: %s", b)
 	}
 }
@@ -153,12 +152,12 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 // reports the novel-client study: FedTP twice (embedding, hypernetwork), the others once,
 // with one accuracy per fine-tuning epoch, in summary.json, novel.csv, the table and a plot.
 func TestSuiteStudiesNovelClients(t *testing.T) {
-	cfg := Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
+	cfg := filled(Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
 		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
 		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
 		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: 8, Hidden: 16}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
-		Novel:     NovelConfig{Epochs: 2}}
+		Novel:     NovelConfig{Epochs: 2}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -188,25 +187,62 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 	}
 }
 
-// TestRunDirectoryIsLocked refuses a second run into a directory a live process is
-// writing, and takes over a lock whose process is gone.
+// TestRunDirectoryIsLocked refuses a second run into a directory a live run holds, names
+// the holder, and needs no clean-up after a holder that is gone (the kernel drops flocks).
 func TestRunDirectoryIsLocked(t *testing.T) {
-	cfg := Config{Name: "locked", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
-		Train: TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32}}
+	cfg := filled(Config{Name: "locked", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Train: TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32}})
 	dir := filepath.Join(cfg.Out, cfg.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	unlock, err := lockDir(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	lock := filepath.Join(dir, lockFile)
-	os.WriteFile(lock, []byte(fmt.Sprintln(os.Getpid())), 0o644) // a live process: this one
-	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "another pfl process") {
-		t.Fatalf("a run into a locked directory: %v", err)
+	want := fmt.Sprintf("pid %d", os.Getpid())
+	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a run into a locked directory: %v, want an error naming %q", err, want)
 	}
-	os.WriteFile(lock, []byte("999999999\n"), 0o644) // no such process
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the refused run created %s: %v", dir, err)
+	}
+	unlock()
+	// a lock file left with a PID but no flock held (its process is gone) is no obstacle
+	os.WriteFile(filepath.Join(cfg.Out, ".locked.lock"), []byte("1\n"), 0o644)
 	if _, err := Run(context.Background(), cfg, nil); err != nil {
-		t.Fatalf("a stale lock was not taken over: %v", err)
+		t.Fatalf("a lock nobody holds stopped the run: %v", err)
 	}
-	if _, err := os.Stat(lock); !os.IsNotExist(err) {
-		t.Errorf("the lock outlived the run: %v", err)
+}
+
+// TestSimultaneousRunsOneWins starts several runs of one name at the same instant: exactly
+// one may write the directory, and its metrics are whole.
+func TestSimultaneousRunsOneWins(t *testing.T) {
+	cfg := filled(Config{Name: "race", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:200", Clients: 4, Partition: "iid"},
+		Train: TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, EvalEvery: 1}})
+	const n = 6
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			_, err := Run(context.Background(), cfg, nil)
+			errs <- err
+		}()
+	}
+	close(start)
+	ok := 0
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case strings.Contains(err.Error(), "is being written by") || strings.Contains(err.Error(), "already holds a run"):
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d simultaneous runs wrote the directory, want exactly 1", ok, n)
+	}
+	if lines := metricsWithoutTimes(t, filepath.Join(cfg.Out, cfg.Name)); len(lines) != 2 {
+		t.Fatalf("metrics.jsonl has %d lines, want 2", len(lines))
 	}
 }

@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +59,7 @@ func save(dir, base, title, x, y string, lines ...any) error {
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	var args []any
 	for i := 0; i+1 < len(lines); i += 2 {
-		if pts := lines[i+1].(plotter.XYs); len(pts) > 0 {
+		if pts := finite(lines[i+1].(plotter.XYs)); len(pts) > 0 {
 			args = append(args, lines[i], pts)
 		}
 	}
@@ -76,6 +77,18 @@ func save(dir, base, title, x, y string, lines ...any) error {
 	return nil
 }
 
+// finite drops the points a plot cannot draw (a diverged run's NaN or infinite loss); the
+// metrics files keep them.
+func finite(pts plotter.XYs) plotter.XYs {
+	var out plotter.XYs
+	for _, p := range pts {
+		if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Compare draws the test accuracy of several runs (their metrics.jsonl) on one figure,
 // written to path (its extension, .png or .svg, chooses the format).
 func Compare(path string, dirs []string) error {
@@ -90,7 +103,7 @@ func Compare(path string, dirs []string) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, filepath.Base(dir), pts)
+		args = append(args, filepath.Base(dir), finite(pts))
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
@@ -111,7 +124,7 @@ func accuracyCurve(dir string) (plotter.XYs, error) {
 			return nil, fmt.Errorf("plot: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), i+1, err)
 		}
 		if m.Micro != nil {
-			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: *m.Micro})
+			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: float64(*m.Micro)})
 		}
 	}
 	if len(pts) == 0 {

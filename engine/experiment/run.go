@@ -14,8 +14,8 @@ import (
 	"pfl/cuda"
 	"pfl/engine/data"
 	"pfl/engine/fl"
+	"pfl/engine/internal/jsonfloat"
 	"pfl/engine/model"
-	"pfl/engine/safetensors"
 )
 
 // Summary holds the numbers of both papers' evaluation protocols.
@@ -79,33 +79,66 @@ type quiet struct{}
 func (quiet) Round(fl.RoundMetrics, int, int, float64) {}
 func (quiet) Log(string)                               {}
 
+// Options are a run's choices that do not define the experiment.
+type Options struct {
+	Observer Observer // progress; nil: none
+	// Overwrite lets a fresh run replace an existing run directory of the same name; without
+	// it such a run is refused and the old directory left as it was.
+	Overwrite bool
+}
+
 // Run runs the experiment and writes its run directory under cfg.Out, reporting to obs
-// (nil: nothing). When ctx is cancelled (SIGINT, SIGTERM) the run saves a
+// (nil: nothing). An existing run directory of the same name is refused (RunWith with
+// Overwrite replaces it). When ctx is cancelled (SIGINT, SIGTERM) the run saves a
 // checkpoint after the round in progress and stops; Resume continues it.
 func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
-	cfg.Defaults()
-	return run(ctx, cfg, false, obs)
+	return RunWith(ctx, cfg, Options{Observer: obs})
+}
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
+	cfg = cfg.Resolved()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Suite) > 0 {
+		return nil, fmt.Errorf("suite: a config with a suite runs with RunSuite")
+	}
+	return run(ctx, cfg, false, opts)
 }
 
 // Resume continues the run in dir from its last checkpoint, with the config it was
-// started with. On the CPU the resumed run's metrics equal those of an uninterrupted run.
+// started with (its config.json). On the CPU the resumed run's metrics equal those of an
+// uninterrupted run.
 func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
-	cfg, err := loadConfigJSON(dir)
+	cfg, err := LoadRunConfig(dir)
 	if err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
+		return nil, err
 	}
-	return run(ctx, cfg, true, obs)
+	return ResumeWith(ctx, cfg, obs)
 }
 
-// checkpointFile holds the state tensors; its metadata holds the history as JSON, so the
-// two can never disagree (one atomic rename).
-const checkpointFile = "checkpoint.safetensors"
+// ResumeWith continues the run at cfg.Out/cfg.Name with cfg, which may differ from the
+// config the run was started with only in the keys that do not define the experiment
+// (more rounds, the evaluation and checkpoint cadence, the summary's window); any other
+// difference is refused, naming the keys.
+func ResumeWith(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
+	cfg = cfg.Resolved()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Suite) > 0 {
+		return nil, fmt.Errorf("%s is a suite; resume it with ResumeSuite", filepath.Join(cfg.Out, cfg.Name))
+	}
+	return run(ctx, cfg, true, Options{Observer: obs})
+}
 
-// session is a prepared run: data on the device and the federated run.
+// session is a prepared run: data on the device and the federated run. Preparing writes
+// nothing: a run that fails to prepare leaves no trace.
 type session struct {
-	dir         string
 	run         *fl.Run
 	train, test data.Samples
+	manifest    func(dir string) error // writes the partition's description
 }
 
 func (se *session) close() {
@@ -121,19 +154,24 @@ func (se *session) closeData() {
 	}
 }
 
-// prepare loads and partitions the data, uploads it and builds the run; fresh runs also
-// write config.json and the partition manifest.
-func prepare(cfg Config, fresh bool) (*session, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// interrupted is returned when ctx ends while a run is being prepared.
+func interrupted(ctx context.Context, stage string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted while %s; nothing was written", stage)
 	}
+	return nil
+}
+
+// prepare loads and partitions the data, uploads it and builds the run, checking ctx
+// between the stages; it writes nothing.
+func prepare(ctx context.Context, cfg Config) (*session, error) {
 	dev, _ := cuda.ParseDevice(cfg.Device)
 	if data.IsText(cfg.Data.Dataset) {
-		return prepareText(cfg, fresh, dev)
+		return prepareText(ctx, cfg, dev)
 	}
 	sp, err := data.Open(cfg.Data.Dataset)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data.dataset: %w", err)
 	}
 	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train"); err != nil {
 		return nil, fmt.Errorf("data.train_samples: %w", err)
@@ -141,14 +179,14 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test"); err != nil {
 		return nil, fmt.Errorf("data.test_samples: %w", err)
 	}
+	if err := interrupted(ctx, "loading the data"); err != nil {
+		return nil, err
+	}
 	fed, err := sp.Partition(cfg.partitionConfig())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data.partition: %w", err)
 	}
-	se, err := newSession(cfg, fresh, fed.WriteManifest)
-	if err != nil {
-		return nil, err
-	}
+	se := &session{manifest: fed.WriteManifest}
 	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}
 	if cfg.Data.Normalize == "half" {
 		up.Mean, up.Std = make([]float64, sp.Train.C), make([]float64, sp.Train.C)
@@ -163,6 +201,12 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMemory(cfg, build, dev); err != nil {
+		return nil, err
+	}
+	if err := interrupted(ctx, "partitioning the data"); err != nil {
+		return nil, err
+	}
 	train, err := data.UploadWith(fed.Train, dev, up)
 	if err != nil {
 		return nil, err
@@ -174,26 +218,12 @@ func prepare(cfg Config, fresh bool) (*session, error) {
 			return nil, err
 		}
 	}
+	if err := interrupted(ctx, "uploading the data"); err != nil {
+		se.closeData()
+		return nil, err
+	}
 	if err := se.start(cfg, fed, build, dev); err != nil {
 		return nil, err
-	}
-	return se, nil
-}
-
-// newSession makes the run directory; a fresh run also writes config.json and, through
-// manifest, the partition's description.
-func newSession(cfg Config, fresh bool, manifest func(dir string) error) (*session, error) {
-	se := &session{dir: filepath.Join(cfg.Out, cfg.Name)}
-	if err := os.MkdirAll(se.dir, 0o755); err != nil {
-		return nil, err
-	}
-	if fresh {
-		if err := writeJSON(filepath.Join(se.dir, "config.json"), cfg); err != nil {
-			return nil, err
-		}
-		if err := manifest(se.dir); err != nil {
-			return nil, err
-		}
 	}
 	return se, nil
 }
@@ -225,59 +255,88 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	return err
 }
 
-// loadConfigJSON reads the config a run directory was started with.
-func loadConfigJSON(dir string) (Config, error) {
-	var cfg Config
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return cfg, err
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
-	}
-	cfg.Out, cfg.Name = filepath.Dir(dir), filepath.Base(dir)
-	cfg.Defaults() // keys added after the run was started take their defaults
-	return cfg, nil
-}
-
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
 func Evaluate(dir string) (fl.EvalResult, int, error) {
-	cfg, err := loadConfigJSON(dir)
+	cfg, err := LoadRunConfig(dir)
 	if err != nil {
-		return fl.EvalResult{}, 0, fmt.Errorf("eval: %w", err)
+		return fl.EvalResult{}, 0, err
 	}
-	se, err := prepare(cfg, false)
+	if err := cfg.Validate(); err != nil {
+		return fl.EvalResult{}, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	se, err := prepare(context.Background(), cfg)
 	if err != nil {
 		return fl.EvalResult{}, 0, err
 	}
 	defer se.close()
-	if err := restore(dir, se.run); err != nil {
+	if err := restore(dir, cfg, se.run); err != nil {
 		return fl.EvalResult{}, 0, err
 	}
 	ev, err := se.run.Evaluate()
 	return ev, len(se.run.History), err
 }
 
-func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, error) {
+// openRunDir checks that dir may be written by this run: a fresh run refuses an existing
+// run unless opts.Overwrite; a resumed one needs a checkpoint.
+func openRunDir(dir string, resume bool, opts Options) error {
+	if resume {
+		if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+			return fmt.Errorf("%s has no checkpoint to resume from (%v)", dir, err)
+		}
+		return nil
+	}
+	if existingRun(dir) && !opts.Overwrite {
+		return fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
+	}
+	return nil
+}
+
+// startRunDir makes a fresh run's directory (replacing an old one when overwriting) and
+// writes config.json and the partition's description.
+func startRunDir(dir string, cfg Config, se *session) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return err
+	}
+	return se.manifest(dir)
+}
+
+func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, error) {
+	obs := opts.Observer
 	if obs == nil {
 		obs = quiet{}
 	}
-	unlock, err := lockDir(filepath.Join(cfg.Out, cfg.Name))
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	unlock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	se, err := prepare(cfg, !resume)
+	if err := openRunDir(dir, resume, opts); err != nil {
+		return nil, err
+	}
+	se, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer se.close()
-	dir, run, t := se.dir, se.run, cfg.Train
+	run, t := se.run, cfg.Train
 	if resume {
-		if err := restore(dir, run); err != nil {
+		if err := restore(dir, cfg, run); err != nil {
+			return nil, err
+		}
+		// the resumable keys may have changed (more rounds): config.json follows
+		if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 			return nil, err
 		}
 		obs.Log(fmt.Sprintf("resumed %s after round %d", dir, len(run.History)))
+	} else if err := startRunDir(dir, cfg, se); err != nil {
+		return nil, err
 	}
 	// metrics.jsonl is rewritten from the history, so lines of rounds after the
 	// checkpoint (a run killed mid-way) disappear.
@@ -299,7 +358,7 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 		m, err := run.Round(round)
 		if err != nil {
 			// the failed round changed neither the global model nor the store
-			if cerr := checkpoint(dir, run); cerr != nil {
+			if cerr := checkpoint(dir, cfg, run); cerr != nil {
 				return nil, fmt.Errorf("%w (and saving the last good checkpoint failed: %v)", err, cerr)
 			}
 			return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
@@ -309,9 +368,10 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 			return nil, err
 		}
 		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
-		stop := ctx.Err() != nil
-		if (round+1)%t.CheckpointEvery == 0 || round+1 == t.Rounds || stop {
-			if err := checkpoint(dir, run); err != nil {
+		last := round+1 == t.Rounds
+		stop := ctx.Err() != nil && !last // a signal during the last round still gets the summary
+		if (round+1)%t.CheckpointEvery == 0 || last || stop {
+			if err := checkpoint(dir, cfg, run); err != nil {
 				return nil, err
 			}
 			obs.Log(fmt.Sprintf("checkpoint round %d", round+1))
@@ -322,8 +382,10 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	}
 	res := &Result{Dir: dir, History: run.History}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
-	res.Summary.WallSeconds = time.Since(start).Seconds()
-	res.Summary.SamplesPerSec = float64(samples) / res.Summary.WallSeconds
+	if wall := time.Since(start).Seconds(); wall > 0 {
+		res.Summary.WallSeconds = wall
+		res.Summary.SamplesPerSec = float64(samples) / wall
+	}
 	if res.Summary.Novel, err = studyNovel(dir, cfg, run); err != nil {
 		return nil, err
 	}
@@ -339,53 +401,30 @@ func run(ctx context.Context, cfg Config, resume bool, obs Observer) (*Result, e
 	return res, nil
 }
 
-// checkpoint writes the run's state and history atomically.
-func checkpoint(dir string, run *fl.Run) error {
-	state, err := run.State()
-	if err != nil {
-		return err
-	}
-	h, err := json.Marshal(run.History)
-	if err != nil {
-		return err
-	}
-	meta := map[string]string{"format": "pfl-checkpoint", "rounds": fmt.Sprint(len(run.History)), "history": string(h)}
-	return safetensors.WriteFile(filepath.Join(dir, checkpointFile), state, meta)
-}
-
-func restore(dir string, run *fl.Run) error {
-	f, err := safetensors.ReadFile(filepath.Join(dir, checkpointFile))
-	if err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	var history []fl.RoundMetrics
-	if err := json.Unmarshal([]byte(f.Metadata["history"]), &history); err != nil {
-		return fmt.Errorf("resume: %s: bad history: %w", filepath.Join(dir, checkpointFile), err)
-	}
-	return run.Restore(f, history)
-}
-
 // metricsLine is one line of metrics.jsonl.
+// Its floats are jsonfloat.Floats: a non-finite value (a diverged run's loss) is written as
+// the string "NaN", "+Inf" or "-Inf".
 type metricsLine struct {
-	Round     int       `json:"round"`
-	Clients   []int     `json:"clients"`
-	TrainLoss float64   `json:"train_loss"`
-	Samples   int       `json:"samples"`
-	Micro     *float64  `json:"accuracy,omitempty"`
-	Mean      *float64  `json:"client_mean,omitempty"`
-	Std       *float64  `json:"client_std,omitempty"`
-	PerClient []float64 `json:"per_client,omitempty"`
-	DataS     float64   `json:"time_data_s"`
-	TrainS    float64   `json:"time_train_s"`
-	AggS      float64   `json:"time_aggregate_s"`
-	EvalS     float64   `json:"time_eval_s"`
+	Round     int               `json:"round"`
+	Clients   []int             `json:"clients"`
+	TrainLoss jsonfloat.Float   `json:"train_loss"`
+	Samples   int               `json:"samples"`
+	Micro     *jsonfloat.Float  `json:"accuracy,omitempty"`
+	Mean      *jsonfloat.Float  `json:"client_mean,omitempty"`
+	Std       *jsonfloat.Float  `json:"client_std,omitempty"`
+	PerClient []jsonfloat.Float `json:"per_client,omitempty"`
+	DataS     float64           `json:"time_data_s"`
+	TrainS    float64           `json:"time_train_s"`
+	AggS      float64           `json:"time_aggregate_s"`
+	EvalS     float64           `json:"time_eval_s"`
 }
 
 func roundLine(m fl.RoundMetrics) metricsLine {
-	l := metricsLine{Round: m.Round, Clients: m.Clients, TrainLoss: m.TrainLoss, Samples: m.Samples,
+	l := metricsLine{Round: m.Round, Clients: m.Clients, TrainLoss: jsonfloat.Float(m.TrainLoss), Samples: m.Samples,
 		DataS: m.Time.Data.Seconds(), TrainS: m.Time.Train.Seconds(), AggS: m.Time.Aggregate.Seconds(), EvalS: m.Time.Eval.Seconds()}
-	if m.Eval != nil {
-		l.Micro, l.Mean, l.Std, l.PerClient = &m.Eval.Micro, &m.Eval.Mean, &m.Eval.Std, m.Eval.Accuracy
+	if e := m.Eval; e != nil {
+		micro, mean, std := jsonfloat.Float(e.Micro), jsonfloat.Float(e.Mean), jsonfloat.Float(e.Std)
+		l.Micro, l.Mean, l.Std, l.PerClient = &micro, &mean, &std, jsonfloat.Slice(e.Accuracy)
 	}
 	return l
 }
@@ -415,6 +454,9 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 			acc = append(acc, a)
 		}
 	}
+	if len(acc) == 0 { // every client is novel (a crafted history): no percentiles
+		return s
+	}
 	slices.Sort(acc)
 	q := func(p float64) float64 { return acc[min(int(p*float64(len(acc))), len(acc)-1)] }
 	s.P10, s.P50, s.P90 = q(0.1), q(0.5), q(0.9)
@@ -431,14 +473,6 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	s.TailStd = math.Sqrt(s.TailStd)
 	s.TailEvals = len(tail)
 	return s
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // builder adapts a preset to the dataset's image geometry where the model family allows

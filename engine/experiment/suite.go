@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"pfl/engine/internal/atomicfile"
 	"strings"
 )
 
@@ -18,36 +19,119 @@ type SuiteResult struct {
 
 // RunSuite runs cfg once for each algorithm of cfg.Suite, everything else equal (same data,
 // partition, model, seed and schedule), in Out/Name/<algorithm>, then writes
-// Out/Name/results.md and Out/Name/accuracy.{png,svg}. An interrupted member run can be
-// continued with Resume on its directory; RunSuite itself starts every member afresh.
+// Out/Name/config.json, results.md and accuracy.{png,svg}. Every member's config is
+// checked before anything is written; an existing suite directory is refused (RunSuiteWith
+// with Overwrite replaces it). An interrupted suite continues with ResumeSuite.
 func RunSuite(ctx context.Context, cfg Config, obs Observer) (*SuiteResult, error) {
-	cfg.Defaults()
-	if len(cfg.Suite) == 0 {
-		return nil, fmt.Errorf("suite: no algorithms listed")
+	return RunSuiteWith(ctx, cfg, Options{Observer: obs})
+}
+
+// RunSuiteWith is RunSuite with options.
+func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, error) {
+	cfg = cfg.Resolved()
+	members, err := suiteMembers(cfg)
+	if err != nil {
+		return nil, err
 	}
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if existingRun(dir) && !opts.Overwrite {
+		unlock()
+		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
+	}
+	err = os.RemoveAll(dir)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = writeJSON(filepath.Join(dir, "config.json"), cfg)
+	}
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	return runMembers(ctx, dir, members, false, opts.Observer)
+}
+
+// ResumeSuite continues the suite in dir: members with a checkpoint resume (a finished one
+// only rewrites its summary), members never started start, and the suite's table and plot
+// are written at the end.
+func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, error) {
+	cfg, err := LoadRunConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Suite) == 0 {
+		return nil, fmt.Errorf("%s is a single run, not a suite", dir)
+	}
+	members, err := suiteMembers(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	return runMembers(ctx, filepath.Join(cfg.Out, cfg.Name), members, true, obs)
+}
+
+// IsSuite reports whether the run directory dir holds a suite.
+func IsSuite(dir string) bool {
+	cfg, err := LoadRunConfig(dir)
+	return err == nil && len(cfg.Suite) > 0
+}
+
+// suiteMembers makes and validates every member's config.
+func suiteMembers(cfg Config) ([]Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if len(cfg.Suite) == 0 {
+		return nil, fmt.Errorf("suite: no algorithms listed")
+	}
+	var out []Config
+	for _, alg := range cfg.Suite {
+		m := cfg
+		m.Suite = nil
+		m.Algorithm.Name = alg
+		m.Out, m.Name = filepath.Join(cfg.Out, cfg.Name), alg
+		m = m.Resolved()
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("suite member %s: %w", alg, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// runMembers runs (or, resuming, continues) each member, then writes the suite's outputs.
+func runMembers(ctx context.Context, dir string, members []Config, resume bool, obs Observer) (*SuiteResult, error) {
 	if obs == nil {
 		obs = quiet{}
 	}
-	res := &SuiteResult{Dir: filepath.Join(cfg.Out, cfg.Name)}
+	res := &SuiteResult{Dir: dir}
 	var dirs []string
-	for _, alg := range cfg.Suite {
-		member := cfg
-		member.Suite = nil
-		member.Algorithm.Name = alg
-		member.Out, member.Name = res.Dir, alg
+	for _, m := range members {
+		alg := m.Algorithm.Name
 		obs.Log(fmt.Sprintf("== %s", alg))
-		r, err := Run(ctx, member, obs)
+		mdir := filepath.Join(m.Out, m.Name)
+		var r *Result
+		var err error
+		_, statErr := os.Stat(filepath.Join(mdir, checkpointFile))
+		switch {
+		case resume && statErr == nil:
+			r, err = ResumeWith(ctx, m, obs)
+		default:
+			// a member that never wrote a checkpoint failed or was stopped while starting
+			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume})
+		}
 		if err != nil {
-			return res, fmt.Errorf("suite %s: %s: %w", cfg.Name, alg, err)
+			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
 		}
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}
 	res.Table = table(res.Runs) + novelTable(res.Runs)
-	if err := os.WriteFile(filepath.Join(res.Dir, "results.md"), []byte(res.Table), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(res.Dir, "results.md"), []byte(res.Table)); err != nil {
 		return res, err
 	}
 	if err := novelPlot(res.Dir, res.Runs); err != nil {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -12,10 +13,10 @@ import (
 
 // prepareText is prepare for a character-level dataset (FedTP's Shakespeare): one client
 // per role, the roles' own train/test sequences, a text model.
-func prepareText(cfg Config, fresh bool, dev cuda.Device) (*session, error) {
+func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, error) {
 	t, err := data.OpenText(cfg.Data.Dataset, cfg.Data.SeqLen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data.dataset: %w", err)
 	}
 	tf, err := t.Federate(cfg.Data.Clients, cfg.Data.HoldOut, cfg.Seed)
 	if err != nil {
@@ -25,12 +26,15 @@ func prepareText(cfg Config, fresh bool, dev cuda.Device) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	se, err := newSession(cfg, fresh, func(dir string) error {
-		return writeJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
-	})
-	if err != nil {
+	if err := checkMemory(cfg, build, dev); err != nil {
 		return nil, err
 	}
+	if err := interrupted(ctx, "loading the data"); err != nil {
+		return nil, err
+	}
+	se := &session{manifest: func(dir string) error {
+		return writeJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
+	}}
 	train, err := data.UploadText(tf.Train, dev)
 	if err != nil {
 		return nil, err

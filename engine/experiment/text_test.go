@@ -36,11 +36,11 @@ func TestShakespeareFedTP(t *testing.T) {
 	dir := writeShakespeare(t, 6)
 	for _, alg := range []string{"fedtp", "fedavg"} {
 		t.Run(alg, func(t *testing.T) {
-			cfg := Config{Name: alg, Out: t.TempDir(),
+			cfg := filled(Config{Name: alg, Out: t.TempDir(),
 				Data:      DataConfig{Dataset: "shakespeare:" + dir, Clients: 6, SeqLen: 10},
 				Model:     ModelConfig{Preset: "text-transformer", Depth: 1, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
-				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 32, LR: 0.5}},
-				Train:     TrainConfig{Rounds: 30, Participation: 0.5, Batch: 16, LR: 0.1, Momentum: 0.9, EvalEvery: 10}}
+				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 32, LR: ptr(0.5)}},
+				Train:     TrainConfig{Rounds: 30, Participation: 0.5, Batch: 16, LR: 0.1, Momentum: 0.9, EvalEvery: 10}})
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +82,8 @@ func TestShakespeareFedTP(t *testing.T) {
 		{func(c *Config) { c.Model.Preset = "tiny-vit" }, "model.preset"},
 		{func(c *Config) { c.Data.Clients = 7 }, "only 6 roles"},
 	} {
-		cfg := Config{Out: t.TempDir(), Data: DataConfig{Dataset: "shakespeare:" + dir, Clients: 6, SeqLen: 10},
-			Model: ModelConfig{Preset: "text-transformer"}, Train: TrainConfig{Rounds: 1, Participation: 0.5}}
+		cfg := filled(Config{Out: t.TempDir(), Data: DataConfig{Dataset: "shakespeare:" + dir, Clients: 6, SeqLen: 10},
+			Model: ModelConfig{Preset: "text-transformer"}, Train: TrainConfig{Rounds: 1, Participation: 0.5}})
 		c.mutate(&cfg)
 		if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want an error mentioning %q, got %v", c.want, err)

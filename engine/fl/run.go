@@ -97,17 +97,19 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 	}
 	r.build = build
 	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
-	for i, k := range []int{1, cfg.PerRound, cfg.EvalChunk} {
-		if *models[i], err = build(k, g); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
+	ks := []int{1, cfg.PerRound, cfg.EvalChunk}
 	if cfg.Sequential {
-		if r.single, err = build(1, g); err != nil {
+		models, ks = append(models, &r.single), append(ks, 1)
+	}
+	for i, k := range ks {
+		// A builder's error comes with a nil pointer inside the interface; only a built
+		// model is stored, so Close never calls a method on it.
+		m, err := build(k, g)
+		if err != nil {
 			r.Close()
 			return nil, err
 		}
+		*models[i] = m
 	}
 	if mz, ok := strat.(Memorizer); ok {
 		if err := checkKNN(mz.Memory(), r.global); err != nil {
@@ -478,3 +480,6 @@ func (r *Run) Strategy() Strategy { return r.strat }
 
 // Novel lists the clients held out of training.
 func (r *Run) Novel() []int { return r.fed.Part.Novel }
+
+// Clients is the number of clients in the federation (novel ones included).
+func (r *Run) Clients() int { return len(r.fed.Part.Train) }

@@ -234,7 +234,7 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		total += v
 	}
 	if bad != nil {
-		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round, bad)
+		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round+1, bad)
 	}
 	return total, pairs, nil
 }

@@ -1,15 +1,14 @@
 package safetensors
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"unicode/utf8"
+
+	"pfl/engine/internal/atomicfile"
 )
 
 // headerEntry is one tensor's record as written; the field order matches the Python writer.
@@ -102,35 +101,9 @@ func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) 
 // WriteFile writes the file at path atomically: it writes a temporary file in the same
 // directory and renames it over path, so a failure never leaves a partial or truncated
 // checkpoint where a reader (or PyTorch) would pick it up.
-func WriteFile(path string, tensors []Tensor, metadata map[string]string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return write(w, tensors, metadata) }); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close() // may already be closed; the error that matters is err
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("safetensors: %s: %w", path, err)
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw, tensors, metadata); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; a checkpoint is an ordinary readable file. Sync
-	// before the rename so a crash cannot leave a renamed but empty file.
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

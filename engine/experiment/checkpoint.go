@@ -1,0 +1,297 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"pfl/engine/fl"
+	"pfl/engine/internal/atomicfile"
+	"pfl/engine/internal/jsonfloat"
+	"pfl/engine/safetensors"
+)
+
+// checkpointFile holds the state tensors; its metadata holds the history, the config that
+// defines the run and checksums, so the parts can never disagree (one atomic rename).
+const checkpointFile = "checkpoint.safetensors"
+
+// checkpointFormat is the metadata's "format"; version 2 added the checksums and the config.
+const checkpointFormat = "pfl-checkpoint-2"
+
+// checkpointHook, when set (by tests), wraps the checkpoint's writer at stage "write" and is
+// called at stage "rename" once the temporary file is complete, before it replaces the old
+// checkpoint: the points where a killed process must leave a usable run behind.
+var checkpointHook func(stage string, w io.Writer) io.Writer
+
+// checkpoint writes the run's state and history atomically.
+func checkpoint(dir string, cfg Config, run *fl.Run) error {
+	state, err := run.State()
+	if err != nil {
+		return err
+	}
+	h, err := json.Marshal(historyRecords(run.History))
+	if err != nil {
+		return err
+	}
+	id, err := identity(cfg)
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{"format": checkpointFormat, "rounds": strconv.Itoa(len(run.History)),
+		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": dataSum(state), "config": id}
+	path := filepath.Join(dir, checkpointFile)
+	if checkpointHook == nil {
+		return safetensors.WriteFile(path, state, meta)
+	}
+	// The hooked path writes the same bytes through the same atomic temp-and-rename steps.
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		if err := safetensors.Write(checkpointHook("write", w), state, meta); err != nil {
+			return err
+		}
+		checkpointHook("rename", nil)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
+}
+
+func sum256(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// dataSum is the SHA-256 of the tensors' names, shapes and bytes in file order.
+func dataSum(ts []safetensors.Tensor) string {
+	h := sha256.New()
+	for _, t := range ts {
+		fmt.Fprintf(h, "%s %s %v\n", t.Name, t.DType, t.Shape)
+		h.Write(t.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// readCheckpoint reads and verifies a run's checkpoint: its format, checksums and history.
+// clients is the run's number of clients (each evaluation lists one accuracy per client).
+func readCheckpoint(dir string, clients int) (*safetensors.File, []fl.RoundMetrics, string, error) {
+	path := filepath.Join(dir, checkpointFile)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("checkpoint: %w", err)
+	}
+	history, id, err := verifyCheckpoint(f, clients)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return f, history, id, nil
+}
+
+// verifyCheckpoint checks a decoded checkpoint and returns its history and config identity.
+func verifyCheckpoint(f *safetensors.File, clients int) ([]fl.RoundMetrics, string, error) {
+	m := f.Metadata
+	if m["format"] != checkpointFormat {
+		return nil, "", fmt.Errorf("format %q, want %q (written by another version of pfl?)", short(m["format"]), checkpointFormat)
+	}
+	if got := sum256([]byte(m["history"])); got != m["history_sha256"] {
+		return nil, "", fmt.Errorf("the history's checksum does not match: the file is damaged")
+	}
+	if got := dataSum(f.Tensors); got != m["data_sha256"] {
+		return nil, "", fmt.Errorf("the tensors' checksum does not match: the file is damaged")
+	}
+	var recs []historyRecord
+	if err := json.Unmarshal([]byte(m["history"]), &recs); err != nil {
+		return nil, "", fmt.Errorf("bad history: %w", err)
+	}
+	if n, err := strconv.Atoi(m["rounds"]); err != nil || n != len(recs) {
+		return nil, "", fmt.Errorf("rounds %q, but the history holds %d rounds", short(m["rounds"]), len(recs))
+	}
+	history := make([]fl.RoundMetrics, len(recs))
+	for i, r := range recs {
+		if err := r.check(i, clients); err != nil {
+			return nil, "", fmt.Errorf("history round %d: %w", i+1, err)
+		}
+		history[i] = r.metrics()
+	}
+	if m["config"] == "" {
+		return nil, "", fmt.Errorf("no config identity")
+	}
+	return history, m["config"], nil
+}
+
+// short bounds a value quoted in an error.
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// historyRecord is one round of the checkpoint's history: fl.RoundMetrics with floats that
+// JSON can hold whatever their value (a diverged run's NaN loss).
+type historyRecord struct {
+	Round     int
+	Clients   []int
+	TrainLoss jsonfloat.Float
+	Samples   int
+	Eval      *evalRecord `json:",omitempty"`
+	Time      fl.Timing
+}
+
+type evalRecord struct {
+	Correct, Count []int
+	Accuracy, Loss []jsonfloat.Float
+	Micro          jsonfloat.Float
+	Mean, Std      jsonfloat.Float
+}
+
+func historyRecords(h []fl.RoundMetrics) []historyRecord {
+	out := make([]historyRecord, len(h))
+	for i, m := range h {
+		out[i] = historyRecord{Round: m.Round, Clients: m.Clients, TrainLoss: jsonfloat.Float(m.TrainLoss), Samples: m.Samples, Time: m.Time}
+		if e := m.Eval; e != nil {
+			out[i].Eval = &evalRecord{Correct: e.Correct, Count: e.Count, Accuracy: jsonfloat.Slice(e.Accuracy),
+				Loss: jsonfloat.Slice(e.Loss), Micro: jsonfloat.Float(e.Micro), Mean: jsonfloat.Float(e.Mean), Std: jsonfloat.Float(e.Std)}
+		}
+	}
+	return out
+}
+
+func (r historyRecord) metrics() fl.RoundMetrics {
+	m := fl.RoundMetrics{Round: r.Round, Clients: r.Clients, TrainLoss: float64(r.TrainLoss), Samples: r.Samples, Time: r.Time}
+	if e := r.Eval; e != nil {
+		m.Eval = &fl.EvalResult{Correct: e.Correct, Count: e.Count, Accuracy: jsonfloat.Float64s(e.Accuracy),
+			Loss: jsonfloat.Float64s(e.Loss), Micro: float64(e.Micro), Mean: float64(e.Mean), Std: float64(e.Std)}
+	}
+	return m
+}
+
+// check reports a record that no run of clients clients could have written as round i.
+func (r historyRecord) check(i, clients int) error {
+	if r.Round != i {
+		return fmt.Errorf("numbered %d", r.Round+1)
+	}
+	if r.Samples < 0 || r.Time.Data < 0 || r.Time.Train < 0 || r.Time.Aggregate < 0 || r.Time.Eval < 0 {
+		return fmt.Errorf("negative or impossible counts")
+	}
+	for j, c := range r.Clients {
+		if c < 0 || c >= clients || (j > 0 && c <= r.Clients[j-1]) {
+			return fmt.Errorf("client list %v is not a sorted list of distinct clients below %d", r.Clients, clients)
+		}
+	}
+	if e := r.Eval; e != nil {
+		if len(e.Correct) != clients || len(e.Count) != clients || len(e.Accuracy) != clients || len(e.Loss) != clients {
+			return fmt.Errorf("its evaluation lists %d accuracies for %d clients", len(e.Accuracy), clients)
+		}
+		for c := range e.Correct {
+			if e.Correct[c] < 0 || e.Count[c] < e.Correct[c] {
+				return fmt.Errorf("client %d: %d correct of %d", c, e.Correct[c], e.Count[c])
+			}
+		}
+	}
+	return nil
+}
+
+// restore loads the checkpoint into run after checking that it belongs to cfg's run.
+func restore(dir string, cfg Config, run *fl.Run) error {
+	f, history, id, err := readCheckpoint(dir, run.Clients())
+	if err != nil {
+		return err
+	}
+	if err := sameRun(id, cfg); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if len(history) > cfg.Train.Rounds {
+		return fmt.Errorf("%s: the checkpoint holds %d rounds, more than train.rounds = %d", dir, len(history), cfg.Train.Rounds)
+	}
+	if err := run.Restore(f, history); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointFile), err)
+	}
+	return nil
+}
+
+// resumable lists the keys a resumed run may change: how long it runs and how often it
+// evaluates, saves and summarizes. Every other key defines the experiment.
+var resumable = []string{"train.rounds", "train.eval_every", "train.checkpoint_every", "train.tail_rounds"}
+
+// identity is the JSON of the config's keys that define the run (all but resumable ones and
+// the run's location).
+func identity(cfg Config) (string, error) {
+	flat, err := flatten(cfg)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range append([]string{"name", "out"}, resumable...) {
+		delete(flat, k)
+	}
+	b, err := json.Marshal(flat) // map keys sorted
+	return string(b), err
+}
+
+// sameRun refuses a config whose defining keys differ from the checkpoint's, naming them.
+func sameRun(id string, cfg Config) error {
+	var saved map[string]any
+	if err := json.Unmarshal([]byte(id), &saved); err != nil {
+		return fmt.Errorf("checkpoint's config: %w", err)
+	}
+	now, err := identity(cfg)
+	if err != nil {
+		return err
+	}
+	var cur map[string]any
+	json.Unmarshal([]byte(now), &cur)
+	var diff []string
+	for k, v := range cur {
+		if w, ok := saved[k]; !ok || !jsonEqual(v, w) {
+			diff = append(diff, fmt.Sprintf("%s (checkpoint %s, config %s)", k, short(jsonText(w)), short(jsonText(v))))
+		}
+	}
+	for k, w := range saved {
+		if _, ok := cur[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s (checkpoint %s, config none)", k, short(jsonText(w))))
+		}
+	}
+	if len(diff) > 0 {
+		slices.Sort(diff)
+		return fmt.Errorf("config.json differs from the run the checkpoint belongs to in %v; only %v may change on resume",
+			diff, resumable)
+	}
+	return nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func jsonEqual(a, b any) bool { return jsonText(a) == jsonText(b) }
+
+// flatten maps a config onto its dotted keys (data.clients, …) and JSON values.
+func flatten(cfg Config) (map[string]any, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+			} else {
+				out[prefix+k] = v
+			}
+		}
+	}
+	walk("", tree)
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package experiment
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"pfl/cuda"
+	"pfl/engine/fl"
+)
+
+// memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
+// before any activation: float32 parameters for the global model, the K-client training
+// model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
+// (FedTP) the hypernetwork's heads and their momentum, hidden × the generated parameters
+// of one client each. It builds the model with shapes only (nothing is allocated), and
+// counts in float64, so absurd sizes cannot overflow.
+func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
+	m, err := build(1, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer m.Close()
+	generate, _ := generatedRoles(cfg.Algorithm.Generate)
+	isFedTP := strings.HasPrefix(cfg.Algorithm.Name, "fedtp")
+	var params, generated float64
+	for _, p := range m.Params().List {
+		n := 1.0
+		for _, d := range p.Shape {
+			n *= float64(d)
+		}
+		params += n
+		for _, r := range generate {
+			if isFedTP && p.Role == r {
+				generated += n
+			}
+		}
+	}
+	k := max(float64(cfg.Train.Participation*float64(cfg.Data.Clients)), 1)
+	chunk := float64(cfg.Train.EvalChunk)
+	if chunk == 0 {
+		chunk = k
+	}
+	floats := params*(1+3*k+chunk) + 2*float64(cfg.Algorithm.Hyper.Hidden)*generated
+	return 4 * floats, nil
+}
+
+// checkMemory refuses a run whose memory floor exceeds what the device has free, before
+// anything is allocated, with the estimate in the message.
+func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) error {
+	need, err := memoryFloor(cfg, build)
+	if err != nil {
+		return fmt.Errorf("model.preset %s cannot be built for this data (data.image_size, data.channels and the model.* size keys shape it): %w", cfg.Model.Preset, err)
+	}
+	have, where := availableMemory(dev)
+	if have > 0 && need > float64(have) {
+		return fmt.Errorf("model: the models and optimizer state alone need at least %s, more than the %s free on %s; make the model (model.*), the clients per round (train.participation) or the hypernetwork (algorithm.hyper.hidden) smaller",
+			gib(need), gib(float64(have)), where)
+	}
+	return nil
+}
+
+func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+
+// availableMemory is the device's free memory in bytes (0 when unknown) and its name.
+func availableMemory(dev cuda.Device) (int64, string) {
+	if dev.IsCUDA() {
+		free, _, err := cuda.CUDAMemInfo(dev.Index)
+		if err != nil {
+			return 0, dev.String()
+		}
+		return free, dev.String()
+	}
+	return memAvailable(), "this machine (MemAvailable)"
+}
+
+// memAvailable reads Linux's estimate of memory available without swapping; 0 elsewhere.
+func memAvailable() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,109 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"pfl/engine/internal/atomicfile"
+)
+
+// lockDir claims the run directory dir for this process, so that two runs with the same
+// name cannot interleave their metrics and checkpoints. The lock is an flock(2) on
+// "<parent>/.<name>.lock" beside the run directory: the kernel grants it to one open file
+// at a time (two runs in one process conflict too) and drops it when its holder exits, so
+// a killed run never leaves a stale lock, and a run refused for any reason leaves the run
+// directory itself untouched. The holder writes its PID into the file for the message of
+// the one it refuses. The returned function releases the lock; the file stays.
+func lockDir(dir string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another process"
+			b := make([]byte, 32)
+			if n, _ := f.ReadAt(b, 0); n > 0 {
+				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil && pid > 0 {
+					holder = fmt.Sprintf("another run (pid %d)", pid)
+				}
+			}
+			return nil, fmt.Errorf("%s is being written by %s; choose another name (--set name=...) or wait for it to end", dir, holder)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Only the holder writes: truncate and record this PID.
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() {
+		f.Truncate(0)
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// existingRun reports whether dir already holds files (a run, finished or not).
+func existingRun(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) > 0
+}
+
+// writeJSON writes v as indented JSON, atomically.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, append(b, '\n'))
+}
+
+// LoadRunConfig reads the config a run directory was started with (its config.json). Keys
+// the file lacks take their defaults (they were added to pfl after the run started); an
+// unknown key is an error naming it.
+func LoadRunConfig(dir string) (Config, error) {
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Config{}, fmt.Errorf("%s is not a pfl run directory (it has no config.json)", dir)
+		}
+		return Config{}, err
+	}
+	cfg, err := decodeConfigJSON(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Out, cfg.Name = filepath.Dir(abs), filepath.Base(abs)
+	return cfg, nil
+}
+
+// decodeConfigJSON decodes a config.json over the defaults, refusing unknown keys and
+// trailing data.
+func decodeConfigJSON(b []byte) (Config, error) {
+	cfg := DefaultConfig()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, err
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("data after the config object")
+	}
+	return cfg.Resolved(), nil
+}

@@ -1,0 +1,211 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/model"
+)
+
+// checker collects the first invalid value, naming its key.
+type checker struct{ err error }
+
+func (k *checker) fail(key, format string, args ...any) {
+	if k.err == nil {
+		k.err = fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
+	}
+}
+
+// atLeast requires v >= lo.
+func (k *checker) atLeast(key string, v, lo int64) {
+	if v < lo {
+		k.fail(key, "%d, want >= %d", v, lo)
+	}
+}
+
+// real requires a finite v in [lo, hi] (hi = +Inf for none), or (lo, hi] when open.
+func (k *checker) real(key string, v, lo, hi float64, open bool) {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		k.fail(key, "%g is not a finite number", v)
+	case open && v <= lo, v < lo, v > hi:
+		lb := "["
+		if open {
+			lb = "("
+		}
+		ub := fmt.Sprintf("%g]", hi)
+		if math.IsInf(hi, 1) {
+			ub = "∞)"
+		}
+		k.fail(key, "%g, want a value in %s%g, %s", v, lb, lo, ub)
+	}
+}
+
+// oneOf requires v to be one of the choices.
+func (k *checker) oneOf(key, v string, choices ...string) {
+	if !slices.Contains(choices, v) {
+		k.fail(key, "%q; choose %s", v, strings.Join(choices, ", "))
+	}
+}
+
+var inf = math.Inf(1)
+
+// partitionMethods are the data.partition choices.
+var partitionMethods = []string{string(data.MethodIID), string(data.MethodDirichlet), string(data.MethodPathological),
+	string(data.MethodPachinko), string(data.MethodDomainDirichlet), string(data.MethodCoarseGroups)}
+
+// Validate checks every value that can be checked before loading data, naming the key and
+// what it accepts. It takes the resolved config (Resolved).
+func (c Config) Validate() error {
+	k := &checker{}
+	if c.Name == "" || c.Name == "." || c.Name == ".." || strings.ContainsAny(c.Name, `/\`) || strings.HasPrefix(c.Name, ".") {
+		k.fail("name", "%q; want a plain folder name (no slashes, not starting with a dot)", c.Name)
+	}
+	if c.Out == "" {
+		k.fail("out", "empty; want the folder that holds run directories")
+	}
+	if _, err := cuda.ParseDevice(c.Device); err != nil {
+		k.fail("device", "%v", err)
+	}
+	for i, a := range c.Suite {
+		if _, ok := Strategies[a]; !ok {
+			k.fail("suite", "unknown algorithm %q; choose from %s", a, names(Strategies))
+		} else if slices.Contains(c.Suite[:i], a) {
+			k.fail("suite", "%q is listed twice", a)
+		}
+	}
+	// train first: algorithm.hyper.lr and novel.lr follow train.lr unless set, and a bad
+	// train.lr must be reported as itself
+	c.validateTrain(k)
+	c.validateData(k)
+	c.validateModel(k)
+	c.validateAlgorithm(k)
+	n := c.Novel
+	k.atLeast("novel.epochs", int64(n.Epochs), 1)
+	if n.LR != nil {
+		k.real("novel.lr", *n.LR, 0, inf, true)
+	}
+	if len(n.Tune) == 0 {
+		k.fail("novel.tune", "empty; list %s and/or %s", fl.TuneEmbedding, fl.TuneHypernetwork)
+	}
+	for _, m := range n.Tune {
+		if err := (fl.NovelConfig{Mode: m}).Validate(); err != nil {
+			k.fail("novel.tune", "%q; choose %s or %s", m, fl.TuneEmbedding, fl.TuneHypernetwork)
+		}
+	}
+	return k.err
+}
+
+func (c Config) validateData(k *checker) {
+	d := c.Data
+	if d.Dataset == "" {
+		k.fail("data.dataset", "empty; want a dataset such as fashion-mnist or cifar10:<path>")
+	}
+	k.atLeast("data.clients", int64(d.Clients), 1)
+	k.oneOf("data.partition", d.Partition, partitionMethods...)
+	k.oneOf("data.convention", d.Convention, "fedtp", "fedperfix")
+	k.real("data.alpha", d.Alpha, 0, inf, true)
+	k.atLeast("data.classes_per_client", int64(d.ClassesPerClient), 1)
+	k.atLeast("data.min_size", int64(d.MinSize), 1)
+	k.real("data.holdout", d.HoldOut, 0, 1, false)
+	if d.HoldOut == 1 {
+		k.fail("data.holdout", "1 holds out every client; want a fraction in [0, 1)")
+	}
+	k.real("data.noise", d.Noise, 0, inf, false)
+	k.atLeast("data.train_samples", int64(d.TrainSamples), 0)
+	k.atLeast("data.test_samples", int64(d.TestSamples), 0)
+	k.real("data.train_frac", d.TrainFrac, 0, 1, true)
+	if d.TrainFrac == 1 {
+		k.fail("data.train_frac", "1 leaves no test split; want a fraction in (0, 1)")
+	}
+	k.atLeast("data.image_size", int64(d.ImageSize), 0)
+	if d.ImageSize > 4096 {
+		k.fail("data.image_size", "%d, want <= 4096 (0 keeps the stored size)", d.ImageSize)
+	}
+	if d.Channels != 0 && d.Channels != 3 {
+		k.fail("data.channels", "%d; want 0 (as stored) or 3 (repeat a grey channel)", d.Channels)
+	}
+	k.oneOf("data.normalize", d.Normalize, "dataset", "half")
+	k.atLeast("data.seq_len", int64(d.SeqLen), 1)
+}
+
+func (c Config) validateModel(k *checker) {
+	m := c.Model
+	if _, err := model.Lookup(m.Preset); err != nil {
+		k.fail("model.preset", "%v", err)
+	}
+	// The size keys reshape FedTP's models: the tiny ViTs (all six keys) and the
+	// Shakespeare Transformer (all but patch). Any other preset would ignore them.
+	tiny := m.Preset == "tiny-vit" || m.Preset == "tiny-vit-d8"
+	text := m.Preset == "text-transformer"
+	for _, o := range []struct {
+		key  string
+		v    int64
+		text bool // the text Transformer reads it
+	}{{"model.depth", m.Depth, true}, {"model.patch", m.Patch, false}, {"model.dim", m.Dim, true},
+		{"model.heads", m.Heads, true}, {"model.head_dim", m.HeadDim, true}, {"model.mlp", m.MLP, true}} {
+		k.atLeast(o.key, o.v, 0)
+		if o.v != 0 && !tiny && !(text && o.text) {
+			k.fail(o.key, "%d, but model.preset %s has no such size key (the size keys reshape tiny-vit, tiny-vit-d8 and, except patch, text-transformer); remove it", o.v, m.Preset)
+		}
+	}
+}
+
+func (c Config) validateAlgorithm(k *checker) {
+	a := c.Algorithm
+	if _, ok := Strategies[a.Name]; !ok {
+		k.fail("algorithm.name", "unknown algorithm %q; choose one of %s", a.Name, names(Strategies))
+	}
+	k.real("algorithm.mu", a.Mu, 0, inf, false)
+	k.oneOf("algorithm.generic_loss", a.GenericLoss, "balanced", "ce")
+	if _, err := generatedRoles(a.Generate); err != nil {
+		k.fail("algorithm.generate", "%v", err)
+	}
+	if len(a.Generate) == 0 {
+		k.fail("algorithm.generate", "empty; list at least one role (default attn_qkv)")
+	}
+	h := a.Hyper
+	k.atLeast("algorithm.hyper.embed", h.Embed, 1)
+	k.atLeast("algorithm.hyper.hidden", h.Hidden, 1)
+	k.atLeast("algorithm.hyper.layers", int64(h.Layers), 1)
+	if h.LR != nil {
+		k.real("algorithm.hyper.lr", *h.LR, 0, inf, true)
+	}
+	k.real("algorithm.hyper.momentum", h.Momentum, 0, 1, false)
+	if h.Momentum == 1 {
+		k.fail("algorithm.hyper.momentum", "1; want a value in [0, 1)")
+	}
+	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, false)
+	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
+	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, false)
+}
+
+func (c Config) validateTrain(k *checker) {
+	t := c.Train
+	k.atLeast("train.rounds", int64(t.Rounds), 1)
+	k.real("train.participation", t.Participation, 0, 1, true)
+	if k.err == nil && c.Data.Clients >= 1 {
+		if n := int(t.Participation * float64(c.Data.Clients)); n < 1 {
+			k.fail("train.participation", "%g × data.clients %d selects no client; want participation >= %g",
+				t.Participation, c.Data.Clients, 1/float64(c.Data.Clients))
+		}
+	}
+	k.atLeast("train.epochs", int64(t.Epochs), 1)
+	k.atLeast("train.batch", int64(t.Batch), 1)
+	k.real("train.lr", t.LR, 0, inf, true)
+	k.real("train.momentum", t.Momentum, 0, 1, false)
+	if t.Momentum == 1 {
+		k.fail("train.momentum", "1; want a value in [0, 1)")
+	}
+	k.real("train.weight_decay", t.WeightDecay, 0, inf, false)
+	k.atLeast("train.eval_every", int64(t.EvalEvery), 0)
+	k.atLeast("train.eval_chunk", int64(t.EvalChunk), 0)
+	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)
+	k.oneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")
+	k.atLeast("train.checkpoint_every", int64(t.CheckpointEvery), 1)
+}
