@@ -1,6 +1,10 @@
 package experiment
 
-import "reflect"
+import (
+	"reflect"
+
+	"pfl/cuda"
+)
 
 // filled returns c with every field it leaves at its zero value taken from DefaultConfig,
 // so a test can write only the keys it cares about as a literal. (Run itself never does
@@ -25,3 +29,5 @@ func fill(dst, def reflect.Value) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+var cudaCPU = cuda.CPU

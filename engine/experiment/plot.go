@@ -113,16 +113,17 @@ func Compare(path string, dirs []string) error {
 
 // accuracyCurve reads a run's evaluated rounds.
 func accuracyCurve(dir string) (plotter.XYs, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	path := filepath.Join(dir, "metrics.jsonl")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
 	}
+	lines, err := parseMetrics(b)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %s %w", path, err)
+	}
 	var pts plotter.XYs
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var m metricsLine
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			return nil, fmt.Errorf("plot: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), i+1, err)
-		}
+	for _, m := range lines {
 		if m.Micro != nil {
 			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: float64(*m.Micro)})
 		}
@@ -131,4 +132,29 @@ func accuracyCurve(dir string) (plotter.XYs, error) {
 		return nil, fmt.Errorf("plot: %s has no evaluated round", dir)
 	}
 	return pts, nil
+}
+
+// parseMetrics reads metrics.jsonl: one JSON object per line, rounds numbered from 0 in
+// order (a line that is not, or an unknown field, is an error naming the line).
+func parseMetrics(b []byte) ([]metricsLine, error) {
+	var out []metricsLine
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" && i == 0 {
+			break // an empty file: no rounds yet
+		}
+		var m metricsLine
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("line %d: data after the object", i+1)
+		}
+		if m.Round != i {
+			return nil, fmt.Errorf("line %d: round %d, want %d", i+1, m.Round+1, i+1)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

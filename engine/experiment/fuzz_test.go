@@ -1,0 +1,89 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"pfl/engine/fl"
+	"pfl/engine/safetensors"
+)
+
+// FuzzConfigJSON decodes arbitrary bytes as a run's config.json: an error, or a config
+// that Validate accepts or refuses with an error — never a panic.
+func FuzzConfigJSON(f *testing.F) {
+	good, _ := json.Marshal(DefaultConfig().Resolved())
+	f.Add(good)
+	f.Add([]byte(`{"train":{"rounds":3.5}}`))
+	f.Add([]byte(`{"data":{"clients":-1},"algorithm":{"hyper":{"lr":null}}}`))
+	f.Add([]byte(`{"name":"../x"} {}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := decodeConfigJSON(b)
+		if err != nil {
+			return
+		}
+		cfg.Out = "runs"
+		_ = cfg.Validate()
+		if _, err := identity(cfg); err != nil {
+			t.Fatalf("identity of a decoded config: %v", err)
+		}
+	})
+}
+
+// FuzzCheckpoint verifies arbitrary bytes as a checkpoint: a decoded, verified history must
+// be one a run could have written (the properties resume and summarize rely on).
+func FuzzCheckpoint(f *testing.F) {
+	h, _ := json.Marshal(historyRecords([]fl.RoundMetrics{{Round: 0, Clients: []int{1, 2}, TrainLoss: 0.5, Samples: 9,
+		Eval: &fl.EvalResult{Correct: []int{1, 2, 3}, Count: []int{2, 2, 4}, Accuracy: []float64{.5, 1, .75}, Loss: []float64{1, 1, 1}}}}))
+	ts := []safetensors.Tensor{{Name: "global/w", DType: safetensors.F32, Shape: []int64{2}, Data: make([]byte, 8)}}
+	meta := map[string]string{"format": checkpointFormat, "rounds": "1", "history": string(h),
+		"history_sha256": sum256(h), "data_sha256": dataSum(ts), "config": "{}"}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, meta); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes(), 3)
+	f.Add(buf.Bytes()[:40], 3)
+	f.Fuzz(func(t *testing.T, b []byte, clients int) {
+		if clients < 1 || clients > 1000 {
+			return
+		}
+		file, err := safetensors.Read(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		history, _, err := verifyCheckpoint(file, clients)
+		if err != nil {
+			return
+		}
+		for i, m := range history {
+			if m.Round != i {
+				t.Fatalf("round %d numbered %d", i, m.Round)
+			}
+			if m.Eval != nil && len(m.Eval.Accuracy) != clients {
+				t.Fatalf("%d accuracies for %d clients", len(m.Eval.Accuracy), clients)
+			}
+		}
+		summarize("fuzz", history, 200, []int{0})
+	})
+}
+
+// FuzzMetrics parses arbitrary bytes as metrics.jsonl.
+func FuzzMetrics(f *testing.F) {
+	line, _ := json.Marshal(roundLine(fl.RoundMetrics{Round: 0, Clients: []int{0}, TrainLoss: 1,
+		Eval: &fl.EvalResult{Accuracy: []float64{0.5}, Micro: 0.5}}))
+	f.Add(append(line, '\n'))
+	f.Add([]byte(`{"round":0,"train_loss":"NaN"}` + "\n" + `{"round":1}`))
+	f.Add([]byte(`{"round":0}{"round":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lines, err := parseMetrics(b)
+		if err != nil {
+			return
+		}
+		for i, m := range lines {
+			if m.Round != i {
+				t.Fatalf("line %d holds round %d", i, m.Round)
+			}
+		}
+	})
+}

@@ -1,0 +1,382 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pfl/engine/fl"
+	"pfl/engine/safetensors"
+)
+
+// smallRun is a few seconds of training on synthetic data.
+func smallRun(out, name string) Config {
+	return filled(Config{Name: name, Out: out, Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Train: TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1, CheckpointEvery: 1}})
+}
+
+// snapshot reads every file under dir.
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func sameFiles(t *testing.T, before, after map[string][]byte) {
+	t.Helper()
+	if len(before) != len(after) {
+		t.Fatalf("%d files before, %d after", len(before), len(after))
+	}
+	for p, b := range before {
+		if !bytes.Equal(b, after[p]) {
+			t.Fatalf("%s changed", p)
+		}
+	}
+}
+
+func TestExplicitZerosAreHonoured(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Algorithm.Mu, cfg.Algorithm.Hyper.Momentum, cfg.Algorithm.Hyper.WeightDecay = 0, 0, 0
+	cfg = cfg.Resolved()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := Strategies["fedprox"](cfg.Algorithm).(fl.FedProx); !ok || p.Mu != 0 {
+		t.Fatalf("fedprox with mu 0 became %+v", p)
+	}
+	if f := fedTP(cfg.Algorithm); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
+		t.Fatalf("hypernetwork momentum and weight decay 0 became %g and %g (want none: negative)", f.Hyper.Momentum, f.Hyper.WeightDecay)
+	}
+	zero := DefaultConfig()
+	zero.Train.Rounds = 0
+	if err := zero.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "train.rounds") {
+		t.Fatalf("rounds 0: %v", err)
+	}
+}
+
+func TestValidateRefusesEveryBadValue(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []struct {
+		mutate func(*Config)
+		key    string
+	}{
+		{func(c *Config) { c.Model.Depth = -3 }, "model.depth"},
+		{func(c *Config) { c.Model.Dim = 64 }, "model.dim"}, // convnet has no dim
+		{func(c *Config) { c.Data.TrainSamples = -5 }, "data.train_samples"},
+		{func(c *Config) { c.Data.MinSize = -3 }, "data.min_size"},
+		{func(c *Config) { c.Data.Alpha = nan }, "data.alpha"},
+		{func(c *Config) { c.Data.Noise = inf }, "data.noise"},
+		{func(c *Config) { c.Data.HoldOut = 1 }, "data.holdout"},
+		{func(c *Config) { c.Train.TailRounds = -5 }, "train.tail_rounds"},
+		{func(c *Config) { c.Train.CheckpointEvery = -1 }, "train.checkpoint_every"},
+		{func(c *Config) { c.Train.EvalEvery = -1 }, "train.eval_every"},
+		{func(c *Config) { c.Train.WeightDecay = -1 }, "train.weight_decay"},
+		{func(c *Config) { c.Train.LR = inf }, "train.lr"},
+		{func(c *Config) { c.Train.LR = 0 }, "train.lr"},
+		{func(c *Config) { c.Train.Participation = 0 }, "train.participation"},
+		{func(c *Config) { c.Algorithm.Mu = -1 }, "algorithm.mu"},
+		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
+		{func(c *Config) { c.Name = "../x" }, "name"},
+		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
+	} {
+		cfg := DefaultConfig()
+		c.mutate(&cfg)
+		err := cfg.Resolved().Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
+			t.Errorf("error %v, want one starting with %q", err, c.key)
+		}
+	}
+}
+
+func TestExistingRunIsRefusedAndKept(t *testing.T) {
+	out := t.TempDir()
+	cfg := smallRun(out, "kept")
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, "kept")
+	before := snapshot(t, dir)
+	bad := cfg
+	bad.Data.ImageSize = 8 // the convnet cannot take it
+	for _, c := range []struct {
+		cfg  Config
+		opts Options
+		want string
+	}{
+		{cfg, Options{}, "already holds a run"},
+		{bad, Options{Overwrite: true}, "data.image_size"}, // fails while building: the old run stays
+	} {
+		_, err := RunWith(context.Background(), c.cfg, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("error %v, want one containing %q", err, c.want)
+		}
+		sameFiles(t, before, snapshot(t, dir))
+	}
+	if _, err := RunWith(context.Background(), cfg, Options{Overwrite: true}); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	// a run that fails before training leaves no directory
+	bad.Name = "never"
+	if _, err := Run(context.Background(), bad, nil); err == nil {
+		t.Fatal("a convnet on 8-pixel images ran")
+	}
+	if _, err := os.Stat(filepath.Join(out, "never")); !os.IsNotExist(err) {
+		t.Fatalf("a failed run left %s behind (%v)", filepath.Join(out, "never"), err)
+	}
+}
+
+// editConfig rewrites one key of a run's config.json.
+func editConfig(t *testing.T, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResumeRefusesAnotherExperiment(t *testing.T) {
+	out := t.TempDir()
+	cfg := smallRun(out, "fp")
+	cfg.Train.Rounds = 1
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, "fp")
+	for _, c := range []struct {
+		edit func(m map[string]any)
+		want []string
+	}{
+		{func(m map[string]any) { m["seed"] = 7 }, []string{"seed"}},
+		{func(m map[string]any) {
+			m["data"].(map[string]any)["partition"] = "dirichlet"
+			m["algorithm"].(map[string]any)["name"] = "local"
+		}, []string{"data.partition", "algorithm.name"}},
+	} {
+		orig, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+		editConfig(t, dir, c.edit)
+		_, err := Resume(context.Background(), dir, nil)
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("resume after editing %v: %v", c.want, err)
+			}
+		}
+		os.WriteFile(filepath.Join(dir, "config.json"), orig, 0o644)
+	}
+	// more rounds and another cadence are allowed
+	editConfig(t, dir, func(m map[string]any) {
+		tr := m["train"].(map[string]any)
+		tr["rounds"], tr["eval_every"] = 3, 2
+	})
+	res, err := Resume(context.Background(), dir, nil)
+	if err != nil || len(res.History) != 3 {
+		t.Fatalf("resume with more rounds: %v", err)
+	}
+}
+
+func TestCheckpointDamageIsAnError(t *testing.T) {
+	out := t.TempDir()
+	cfg := smallRun(out, "damaged")
+	if _, err := Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, "damaged")
+	path := filepath.Join(dir, checkpointFile)
+	good, _ := os.ReadFile(path)
+	f, err := safetensors.Read(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(meta map[string]string) []byte {
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, f.Tensors, meta); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	crafted := func(history string) map[string]string {
+		m := map[string]string{}
+		for k, v := range f.Metadata {
+			m[k] = v
+		}
+		m["history"], m["history_sha256"] = history, sum256([]byte(history))
+		return m
+	}
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)-3] ^= 0x40 // a bit in the last tensor's data
+	for _, c := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"flipped data", flipped, "checksum"},
+		{"truncated", good[:len(good)/2], "checkpoint"},
+		{"round numbered -1", rewrite(crafted(`[{"Round":-1,"Clients":[0],"TrainLoss":1,"Samples":1,"Time":{}}]`)), "history"},
+		{"eval for 1 client of 4", rewrite(crafted(`[{"Round":0,"Clients":[0],"TrainLoss":1,"Samples":1,"Eval":{"Correct":[1],"Count":[1],"Accuracy":[1],"Loss":[0],"Micro":1,"Mean":1,"Std":0},"Time":{}}]`)), "history"},
+		{"history edited without its checksum", rewrite(func() map[string]string {
+			m := crafted(f.Metadata["history"])
+			m["history"] = strings.Replace(m["history"], `"Round":0`, `"Round":1`, 1)
+			return m
+		}()), "checksum"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(path, c.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Resume(context.Background(), dir, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
+				t.Fatalf("resume: %v; want an error naming %s and %q", err, dir, c.want)
+			}
+			_, _, err = Evaluate(dir)
+			if err == nil || strings.Contains(err.Error(), "resume") {
+				t.Fatalf("eval: %v; want an error that does not speak of resuming", err)
+			}
+		})
+	}
+}
+
+// nanObserver makes the first round's loss NaN in what the run records, as a diverged run.
+func TestNonFiniteValuesSurviveEveryFile(t *testing.T) {
+	h := []fl.RoundMetrics{{Round: 0, Clients: []int{1}, TrainLoss: math.NaN(), Samples: 3,
+		Eval: &fl.EvalResult{Correct: []int{0, 0}, Count: []int{0, 2}, Accuracy: []float64{math.NaN(), 0},
+			Loss: []float64{math.Inf(1), math.Inf(-1)}, Micro: 0, Mean: math.NaN(), Std: math.NaN()}}}
+	b, err := json.Marshal(historyRecords(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []historyRecord
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back[0].check(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	m := back[0].metrics()
+	if !math.IsNaN(m.TrainLoss) || !math.IsInf(m.Eval.Loss[0], 1) || !math.IsNaN(m.Eval.Mean) {
+		t.Fatalf("history came back as %+v %+v", m, m.Eval)
+	}
+	if _, err := json.Marshal(roundLine(h[0])); err != nil {
+		t.Fatalf("metrics line: %v", err)
+	}
+	s := summarize("x", h, 200, nil)
+	if _, err := json.Marshal(s); err != nil {
+		t.Fatalf("summary: %v", err)
+	}
+	if err := plots(t.TempDir(), "x", h, nil); err != nil {
+		t.Fatalf("plots: %v", err)
+	}
+}
+
+func TestSignalInTheLastRoundStillSummarizes(t *testing.T) {
+	for _, c := range []struct {
+		cancelAfter int // the round whose report cancels the context
+		finished    bool
+	}{{1, false}, {2, true}} {
+		out := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := Run(ctx, smallRun(out, "sig"), cancelAt{c.cancelAfter, cancel})
+		_, statErr := os.Stat(filepath.Join(out, "sig", "summary.json"))
+		if c.finished != (err == nil && statErr == nil) {
+			t.Fatalf("cancelled after round %d: %v, summary %v", c.cancelAfter, err, statErr)
+		}
+		if !c.finished && (err == nil || !strings.Contains(err.Error(), "--resume")) {
+			t.Fatalf("cancelled after round %d: %v, want the resume hint", c.cancelAfter, err)
+		}
+		cancel()
+	}
+}
+
+// cancelAt cancels when round `at` is reported, as a signal arriving in that round.
+type cancelAt struct {
+	at     int
+	cancel func()
+}
+
+func (c cancelAt) Round(_ fl.RoundMetrics, done, _ int, _ float64) {
+	if done == c.at {
+		c.cancel()
+	}
+}
+func (cancelAt) Log(string) {}
+
+func TestSetUpStopsOnACancelledContext(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, smallRun(out, "early"), nil)
+	if err == nil || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "early")); !os.IsNotExist(err) {
+		t.Fatalf("an interrupted set-up wrote %s", filepath.Join(out, "early"))
+	}
+}
+
+func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", 100000
+	cfg = cfg.Resolved()
+	build, err := builder(cfg.Model, 10, 3, 32, 32, cudaCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need, err := memoryFloor(cfg, build)
+	if err != nil || need < 1e12 {
+		t.Fatalf("floor %g bytes (%v), want over a terabyte for 100,000 blocks", need, err)
+	}
+	err = checkMemory(cfg, build, cudaCPU)
+	if have := memAvailable(); have > 0 && (err == nil || !strings.Contains(err.Error(), "GiB")) {
+		t.Fatalf("%v; want a refusal with the estimate", err)
+	}
+}
+
+func TestSuiteResumesAsAWhole(t *testing.T) {
+	out := t.TempDir()
+	cfg := smallRun(out, "suite")
+	cfg.Suite = []string{"fedavg", "local"}
+	ctx, cancel := context.WithCancel(context.Background())
+	// the first member is stopped after its first round, the second never starts
+	_, err := RunSuiteWith(ctx, cfg, Options{Observer: cancelAt{1, cancel}})
+	if err == nil {
+		t.Fatal("the interrupted suite finished")
+	}
+	dir := filepath.Join(out, "suite")
+	if !IsSuite(dir) {
+		t.Fatal("the suite's directory is not recognised as one")
+	}
+	sr, err := ResumeSuite(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sr.Runs) != 2 || !strings.Contains(sr.Table, "| local |") {
+		t.Fatalf("resumed suite: %d runs\n%s", len(sr.Runs), sr.Table)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.md")); err != nil {
+		t.Fatal(err)
+	}
+}
