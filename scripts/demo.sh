@@ -2,9 +2,10 @@
 # The demo: build everything, describe the machine, then run the main job on its embedded
 # default, configs/demo-fedtp-fmnist.yaml: FedTP, Vanilla Personalized-T, FedPer-T, FedAvg-T
 # and Local-T on Fashion-MNIST (20 clients, 2 classes each), a results table and one plot
-# with all five curves in runs/demo-fedtp-fmnist/.
+# with all five curves in runs/demo-fedtp-fmnist/. Re-running it replaces that folder
+# (--overwrite); without the flag, pfl refuses to replace a finished run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 bin/pfl doctor
-bin/pfl train
+bin/pfl train --overwrite
