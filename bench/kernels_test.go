@@ -166,11 +166,7 @@ func benchAggregate(b *testing.B, dev cuda.Device) {
 				checkHandles(b)
 				g := generator(b, dev)
 				defer g.Close()
-				preset, err := model.Lookup(c.preset)
-				if err != nil {
-					b.Fatal(err)
-				}
-				m, err := preset.Build(100, c.k, dev, cuda.Float32, g) // CIFAR-100
+				m, err := model.Build(model.Spec{Preset: c.preset, Classes: 100}, c.k, dev, cuda.Float32, g) // CIFAR-100
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -104,7 +104,7 @@ func TestMeasured(t *testing.T) {
 	}
 }
 
-// TestWorkloads pins the full-size settings and checks every workload validates,
+// TestWorkloads pins the workloads' full-size settings and checks every workload validates,
 // full and small.
 func TestWorkloads(t *testing.T) {
 	want := []struct {
@@ -158,7 +158,7 @@ func TestInvalid(t *testing.T) {
 		{"unknown algorithm", func(w *Workload) { w.Algorithm.Name = "fedfoo" }, "algorithm.name"},
 		{"unknown generated role", func(w *Workload) { w.Algorithm.Generate = []string{"qkv"} }, "algorithm.generate"},
 		{"patch does not divide", func(w *Workload) { w.Model.Image = 30 }, "tiny-vit"},
-		{"no such model", func(w *Workload) { w.Model.Preset = "lstm" }, "want a ViT or FocalNet preset"},
+		{"no such model", func(w *Workload) { w.Model.Preset = "lstm" }, "model lstm has no Classes"},
 	}
 	for _, c := range cases {
 		w := base

@@ -475,52 +475,30 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	return s
 }
 
-// builder adapts a preset to the dataset's image geometry where the model family allows
-// (the CIFAR-sized models take any square image whose side the patch divides).
+// spec is the model config as a model.Spec, without the data's geometry.
+func (mc ModelConfig) spec() model.Spec {
+	return model.Spec{Preset: mc.Preset, Depth: mc.Depth, Patch: mc.Patch, Dim: mc.Dim, Heads: mc.Heads,
+		HeadDim: mc.HeadDim, MLP: mc.MLP}
+}
+
+// builder builds the configured model for the dataset: image models take the data's
+// square side, channels and classes (data.image_size resizes the images, data.channels
+// repeats a grey channel), so one preset serves CIFAR-sized and 224-pixel inputs alike.
 func builder(mc ModelConfig, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
 	if h != w {
-		return nil, fmt.Errorf("model: images are %d×%d; the models take square images (data.image_size resizes)", h, w)
+		return nil, fmt.Errorf("data.image_size: the images are %d×%d; the models take square images (data.image_size resizes)", h, w)
 	}
-	side, ch, classes := int64(h), int64(nCh), int64(nClasses)
-	dt := cuda.Float32
-	switch mc.Preset {
-	case "convnet", "convnet-bn":
-		bn := mc.Preset == "convnet-bn"
-		return func(k int, g *cuda.Generator) (model.Model, error) {
-			return model.NewConvNet(mc.Preset, model.ConvNet(side, ch, classes, bn), k, dev, dt, g)
-		}, nil
-	case "tiny-vit", "tiny-vit-d8":
-		depth := int64(6)
-		if mc.Preset == "tiny-vit-d8" {
-			depth = 8
-		}
-		if mc.Depth > 0 {
-			depth = mc.Depth
-		}
-		c := model.TinyViT(classes, depth)
-		c.Image, c.Channels = side, ch
-		for _, o := range []struct {
-			dst *int64
-			v   int64
-		}{{&c.Patch, mc.Patch}, {&c.Dim, mc.Dim}, {&c.Heads, mc.Heads}, {&c.HeadDim, mc.HeadDim}, {&c.MLP, mc.MLP}} {
-			if o.v > 0 {
-				*o.dst = o.v
-			}
-		}
-		if side%c.Patch != 0 {
-			return nil, fmt.Errorf("model.patch: %d does not divide the %d-pixel images", c.Patch, side)
-		}
-		return func(k int, g *cuda.Generator) (model.Model, error) { return model.NewViT(mc.Preset, c, k, dev, dt, g) }, nil
-	case "focalnet-cifar":
-		c := model.FocalNetCIFAR(classes)
-		c.Image, c.Channels = side, ch
-		return func(k int, g *cuda.Generator) (model.Model, error) {
-			return model.NewFocalNet(mc.Preset, c, k, dev, dt, g)
-		}, nil
-	}
-	p, err := model.Lookup(mc.Preset)
+	s := mc.spec()
+	s.Image, s.Channels, s.Classes = int64(h), int64(nCh), int64(nClasses)
+	return modelBuilder(s, dev)
+}
+
+// modelBuilder is the fl.Builder of s in float32 on dev; its error names the keys that
+// shape the model.
+func modelBuilder(s model.Spec, dev cuda.Device) (fl.Builder, error) {
+	f, err := s.Builder()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("model.preset %s cannot be built for this data (data.image_size, data.channels and the model.* size keys shape it): %w", s.Preset, err)
 	}
-	return func(k int, g *cuda.Generator) (model.Model, error) { return p.Build(classes, k, dev, dt, g) }, nil
+	return func(k int, g *cuda.Generator) (model.Model, error) { return f(k, dev, cuda.Float32, g) }, nil
 }

@@ -73,30 +73,11 @@ func textManifest(name string, tf *data.TextFederation) textPartition {
 // textBuilder makes the text models: FedTP's Transformer (model.depth, dim, heads,
 // head_dim and mlp resize it; causal) or the LEAF LSTM, for sequences of seqLen.
 func textBuilder(mc ModelConfig, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
-	dt := cuda.Float32
-	switch mc.Preset {
-	case "text-transformer":
-		c := model.TextTransformer(2)
-		c.Vocab, c.SeqLen = vocab, seqLen
-		c.MaxLen = max(c.MaxLen, seqLen)
-		for _, o := range []struct {
-			dst *int64
-			v   int64
-		}{{&c.Depth, mc.Depth}, {&c.Dim, mc.Dim}, {&c.Heads, mc.Heads}, {&c.HeadDim, mc.HeadDim}, {&c.FFN, mc.MLP}} {
-			if o.v > 0 {
-				*o.dst = o.v
-			}
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
-		return func(k int, g *cuda.Generator) (model.Model, error) {
-			return model.NewTextModel(mc.Preset, c, k, dev, dt, g)
-		}, nil
-	case "lstm":
-		c := model.LSTM()
-		c.Vocab, c.SeqLen = vocab, seqLen
-		return func(k int, g *cuda.Generator) (model.Model, error) { return model.NewLSTM(mc.Preset, c, k, dev, dt, g) }, nil
+	p, err := model.Lookup(mc.Preset)
+	if err != nil || !p.IsText() {
+		return nil, fmt.Errorf("model.preset: %q does not read text; a text dataset takes text-transformer or lstm", mc.Preset)
 	}
-	return nil, fmt.Errorf("model.preset: %q does not read text; a text dataset takes text-transformer or lstm", mc.Preset)
+	s := mc.spec()
+	s.Vocab, s.SeqLen = vocab, seqLen
+	return modelBuilder(s, dev)
 }

@@ -136,22 +136,21 @@ func (c Config) validateData(k *checker) {
 
 func (c Config) validateModel(k *checker) {
 	m := c.Model
-	if _, err := model.Lookup(m.Preset); err != nil {
+	p, err := model.Lookup(m.Preset)
+	if err != nil {
 		k.fail("model.preset", "%v", err)
+		return
 	}
-	// The size keys reshape FedTP's models: the tiny ViTs (all six keys) and the
-	// Shakespeare Transformer (all but patch). Any other preset would ignore them.
-	tiny := m.Preset == "tiny-vit" || m.Preset == "tiny-vit-d8"
-	text := m.Preset == "text-transformer"
+	// Each model family reads some of the size keys; a key the preset would ignore is
+	// refused rather than dropped.
 	for _, o := range []struct {
-		key  string
-		v    int64
-		text bool // the text Transformer reads it
-	}{{"model.depth", m.Depth, true}, {"model.patch", m.Patch, false}, {"model.dim", m.Dim, true},
-		{"model.heads", m.Heads, true}, {"model.head_dim", m.HeadDim, true}, {"model.mlp", m.MLP, true}} {
+		key, field string
+		v          int64
+	}{{"model.depth", "Depth", m.Depth}, {"model.patch", "Patch", m.Patch}, {"model.dim", "Dim", m.Dim},
+		{"model.heads", "Heads", m.Heads}, {"model.head_dim", "HeadDim", m.HeadDim}, {"model.mlp", "MLP", m.MLP}} {
 		k.atLeast(o.key, o.v, 0)
-		if o.v != 0 && !tiny && !(text && o.text) {
-			k.fail(o.key, "%d, but model.preset %s has no such size key (the size keys reshape tiny-vit, tiny-vit-d8 and, except patch, text-transformer); remove it", o.v, m.Preset)
+		if o.v != 0 && !p.Takes(o.field) {
+			k.fail(o.key, "%d, but model.preset %s has no such size; remove it", o.v, m.Preset)
 		}
 	}
 }

@@ -8,27 +8,34 @@ import (
 	"pfl/cuda"
 )
 
-// Preset is a named model configuration.
+// Preset is a named model configuration; Spec overrides its sizes.
 type Preset struct {
 	Name    string
 	Summary string
-	// Build makes the model for k clients with the given number of classes (vocabulary
-	// models ignore it). A nil gen declares the model without allocating it.
-	Build func(classes int64, k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (Model, error)
-	// Classes is the preset's default number of classes.
-	Classes int64
+	Classes int64 // the preset's default number of classes (vocabulary models ignore it)
+
+	family    family
+	vit       func(classes int64) ViTConfig      // familyViT
+	focal     func(classes int64) FocalNetConfig // familyFocal
+	batchNorm bool                               // familyConv
+}
+
+// Build makes the preset's model for k clients with the given number of classes (0: the
+// preset's). A nil gen declares the model without allocating it.
+func (p Preset) Build(classes int64, k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (Model, error) {
+	s := Spec{Preset: p.Name}
+	if p.family != familyText && p.family != familyLSTM {
+		s.Classes = classes
+	}
+	return Build(s, k, dev, dt, gen)
 }
 
 func vitPreset(name, summary string, classes int64, cfg func(int64) ViTConfig) Preset {
-	return Preset{name, summary, func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewViT(name, cfg(c), k, dev, dt, g)
-	}, classes}
+	return Preset{Name: name, Summary: summary, Classes: classes, family: familyViT, vit: cfg}
 }
 
 func focalPreset(name, summary string, classes int64, cfg func(int64) FocalNetConfig) Preset {
-	return Preset{name, summary, func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewFocalNet(name, cfg(c), k, dev, dt, g)
-	}, classes}
+	return Preset{Name: name, Summary: summary, Classes: classes, family: familyFocal, focal: cfg}
 }
 
 var presets = []Preset{
@@ -45,19 +52,14 @@ var presets = []Preset{
 	focalPreset("focalnet-t-srf", "FocalNet-T, 2 focal levels, at 224", 1000, func(c int64) FocalNetConfig { return FocalNetT(c, 2) }),
 	focalPreset("focalnet-t-lrf", "FocalNet-T, 3 focal levels, at 224", 1000, func(c int64) FocalNetConfig { return FocalNetT(c, 3) }),
 	focalPreset("focalnet-cifar", "isotropic FocalNet for 32×32 images: patch 4, dim 128, depth 8, 2 levels", 10, FocalNetCIFAR),
-	{"text-transformer", "FedTP's Shakespeare Transformer, depth 2, causal (per 80-character sequence)", func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewTextModel("text-transformer", TextTransformer(2), k, dev, dt, g)
-	}, 100},
-	{"lstm", "LEAF/FedTP next-character LSTM, 2×256 (per 80-character sequence)", func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewLSTM("lstm", LSTM(), k, dev, dt, g)
-	}, 100},
-	{"convnet", "LeNet-style ConvNet baseline for 32×32×3 images", func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewConvNet("convnet", ConvNet(32, 3, c, false), k, dev, dt, g)
-	}, 10},
-	{"convnet-bn", "the ConvNet with BatchNorm (FedBN)", func(c int64, k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-		return NewConvNet("convnet-bn", ConvNet(32, 3, c, true), k, dev, dt, g)
-	}, 10},
+	{Name: "text-transformer", Summary: "FedTP's Shakespeare Transformer, depth 2, causal (per 80-character sequence)", Classes: 100, family: familyText},
+	{Name: "lstm", Summary: "LEAF/FedTP next-character LSTM, 2×256 (per 80-character sequence)", Classes: 100, family: familyLSTM},
+	{Name: "convnet", Summary: "LeNet-style ConvNet baseline for 32×32×3 images", Classes: 10, family: familyConv},
+	{Name: "convnet-bn", Summary: "the ConvNet with BatchNorm (FedBN)", Classes: 10, family: familyConv, batchNorm: true},
 }
+
+// IsText reports whether the preset reads character sequences.
+func (p Preset) IsText() bool { return p.family == familyText || p.family == familyLSTM }
 
 // Presets lists the named models.
 func Presets() []Preset { return append([]Preset(nil), presets...) }
