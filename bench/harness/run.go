@@ -6,7 +6,6 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
-	"pfl/engine/experiment"
 	"pfl/engine/fl"
 )
 
@@ -92,7 +91,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		return nil, err
 	}
 	cfg := w.experiment()
-	strat := experiment.Strategies[cfg.Algorithm.Name](cfg.Algorithm)
+	strat := cfg.Algorithm.Strategy()
 	// Rounds is one more than the rounds run, so Round never evaluates on its own: the
 	// evaluation is timed apart.
 	fc := fl.Config{Rounds: w.Warmup + w.Measure + 1, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,

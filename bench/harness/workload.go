@@ -17,7 +17,7 @@ type Workload struct {
 	Size    string // "small" after Small (its numbers check the harness, not the engine); else full
 
 	Model     ModelSpec
-	Algorithm experiment.AlgorithmConfig // Name is a key of experiment.Strategies; zero fields take experiment's defaults
+	Algorithm experiment.AlgorithmConfig // Name is a registered algorithm (fl.Algorithms); Generate, when set, what FedTP generates
 
 	// The data: synthetic CIFAR-100-shaped images (3×32×32, 100 classes), served at
 	// Model.Image (resized on the device when larger, as FedPerfix's 224).
@@ -50,8 +50,9 @@ type Workload struct {
 // fedTP is FedTP's CIFAR-100 setting (paper §IV-A, official code): tiny ViT (depth 6,
 // the official code's), 5 local epochs of SGD with lr 0.01, momentum 0.9, weight decay
 // 1e-5, batch 64, 1,500 rounds, evaluated every 5 (configs/fedtp-t2-suite.yaml); about
-// 1,000 training samples per client (the issue's figure) and the 10,000 test images
-// spread over the clients.
+// 1,000 training samples per client (CIFAR-100's 50,000 training images over 50 clients;
+// the 100-client workload keeps the same figure) and the 10,000 test images spread over
+// the clients.
 func fedTP(name, summary string, clients, perRound int) Workload {
 	return Workload{Name: name, Summary: summary,
 		Model: ModelSpec{Preset: "tiny-vit", Image: 32}, Algorithm: experiment.AlgorithmConfig{Name: "fedtp"},
@@ -61,7 +62,7 @@ func fedTP(name, summary string, clients, perRound int) Workload {
 		Rounds: 1500, EvalEvery: 5, EvalChunk: 25, Warmup: 1, Measure: 3}
 }
 
-// workloads are the issue's benchmark runs, in the order `pfl bench all` runs them.
+// workloads are the benchmark runs, in the order `pfl bench all` runs them.
 var workloads = []Workload{
 	fedTP("fedtp-c100-50", "FedTP, tiny ViT, CIFAR-100 shape, 50 clients, 10% per round, 5 epochs, 1,500 rounds", 50, 5),
 	fedTP("fedtp-c100-100", "FedTP, tiny ViT, CIFAR-100 shape, 100 clients, 5% per round, 5 epochs, 1,500 rounds", 100, 5),
@@ -78,7 +79,7 @@ var workloads = []Workload{
 	// TransFed-shaped (a FedTP hypernetwork generating the focal-modulation projections
 	// f, h and proj of an isotropic FocalNet): its code is not public, so the backbone is
 	// our 32×32 FocalNet and the run FedTP's CIFAR-100 setting at 100 clients, 10% per
-	// round, with the 2,000 rounds the paper reports (DESIGN.md §4).
+	// round, with the 2,000 rounds the paper reports.
 	{Name: "transfed-c100", Summary: "FedTP generating FocalNet's f/h/proj (TransFed shape), focalnet-cifar, CIFAR-100 shape, 100 clients, 10 per round, 2,000 rounds",
 		Model:     ModelSpec{Preset: "focalnet-cifar", Image: 32},
 		Algorithm: experiment.AlgorithmConfig{Name: "fedtp", Generate: []string{"focal_f", "focal_h", "focal_proj"}},
@@ -159,7 +160,7 @@ func (w Workload) Validate() error {
 }
 
 // experiment is w as an experiment config, so that the algorithm's options take
-// experiment's defaults and checks, and the strategy comes from experiment.Strategies.
+// experiment's defaults and checks, and the strategy comes from the algorithm registry.
 func (w Workload) experiment() experiment.Config {
 	cfg := experiment.DefaultConfig()
 	cfg.Name, cfg.Device = w.Name, "cpu"

@@ -6,6 +6,7 @@
 //	pfl doctor            describe the native library, torch, devices and threads
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
 //	pfl models            list the models with parameters by role and FLOPs per sample
+//	pfl algorithms        list the federated algorithms with their papers
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
@@ -31,6 +32,7 @@ var commands = []command{
 	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
+	{"algorithms", "list the federated algorithms: what each does and its paper", algorithmsCmd},
 	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},

@@ -11,6 +11,7 @@ import (
 
 	"pfl/configs"
 	"pfl/engine/experiment"
+	"pfl/engine/fl"
 )
 
 // trainCmd runs an experiment, or continues one.
@@ -21,6 +22,11 @@ func trainCmd(args []string, out io.Writer) error {
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume only train.rounds, eval_every, checkpoint_every and tail_rounds)")
 	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml] [--set key=value]... [--overwrite] | --resume <run dir> [--set key=value]...")
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "\nalgorithm.name (and suite) take: "+fl.AlgorithmNames()+" (pfl algorithms describes them)")
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ package experiment
 
 import (
 	"fmt"
-	"slices"
 
 	"pfl/engine/data"
 	"pfl/engine/fl"
@@ -97,7 +96,7 @@ type ModelConfig struct {
 
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
-	Name string  `mapstructure:"name" json:"name"` // fedavg, fedprox, local, fedper, fedrep, fedbabu, fedbn, vanilla-t, vanilla-attn, fedrod, fedtp, fedtp-per, fedtp-rod, fedtp-knn; default fedavg
+	Name string  `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
 	Mu   float64 `mapstructure:"mu" json:"mu"`     // FedProx's proximal weight; default 0.01
 	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
 	// paper's) or "ce" (plain cross-entropy); default balanced.
@@ -201,42 +200,21 @@ func lrOf(p *float64) float64 {
 	return *p
 }
 
-// Strategies lists the algorithms by config name.
-var Strategies = map[string]func(c AlgorithmConfig) fl.Strategy{
-	"fedavg":       func(AlgorithmConfig) fl.Strategy { return fl.FedAvg() },
-	"fedprox":      func(c AlgorithmConfig) fl.Strategy { return fl.FedProx{Mu: c.Mu} },
-	"local":        func(AlgorithmConfig) fl.Strategy { return fl.Local() },
-	"fedper":       func(AlgorithmConfig) fl.Strategy { return fl.FedPer() },
-	"fedbn":        func(AlgorithmConfig) fl.Strategy { return fl.FedBN() },
-	"fedrep":       func(AlgorithmConfig) fl.Strategy { return fl.FedRep{} },
-	"fedbabu":      func(AlgorithmConfig) fl.Strategy { return fl.FedBABU{FineTuneSteps: 1} },
-	"vanilla-t":    func(AlgorithmConfig) fl.Strategy { return fl.VanillaPersonalizedT() },
-	"vanilla-attn": func(AlgorithmConfig) fl.Strategy { return fl.VanillaAttention() },
-	"fedrod":       func(c AlgorithmConfig) fl.Strategy { return &fl.FedRoD{PlainSoftmax: c.GenericLoss == "ce"} },
-	"fedtp":        func(c AlgorithmConfig) fl.Strategy { return fedTP(c) },
-	"fedtp-per": func(c AlgorithmConfig) fl.Strategy {
-		f := fedTP(c)
-		f.Local = []model.Role{model.RoleHead}
-		return f
-	},
-	"fedtp-knn": func(c AlgorithmConfig) fl.Strategy {
-		f := fedTP(c)
-		f.KNN = fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}
-		return f
-	},
-	"fedtp-rod": func(c AlgorithmConfig) fl.Strategy {
-		f := fedTP(c)
-		f.RoD = true
-		return f
-	},
+// Strategy makes the configured algorithm from the registry (fl.Algorithms) for a
+// resolved, validated config.
+func (c AlgorithmConfig) Strategy() fl.Strategy {
+	a, _ := fl.LookupAlgorithm(c.Name)
+	return a.New(c.options())
 }
 
-// fedTP makes FedTP from a validated config.
-func fedTP(c AlgorithmConfig) *fl.FedTP {
+// options maps the algorithm keys onto the registry's options.
+func (c AlgorithmConfig) options() fl.Options {
 	h := c.Hyper
 	roles, _ := generatedRoles(c.Generate)
-	return &fl.FedTP{Roles: roles, Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
-		LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)}}
+	return fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
+		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
+			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
+		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}}
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),
@@ -267,22 +245,6 @@ func generatedRoles(names []string) ([]model.Role, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func names[V any](m map[string]V) string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	s := ""
-	for i, n := range out {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
 
 // partitionConfig maps the data section onto the partition's typed config.

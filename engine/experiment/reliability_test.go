@@ -57,10 +57,12 @@ func TestExplicitZerosAreHonoured(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := Strategies["fedprox"](cfg.Algorithm).(fl.FedProx); !ok || p.Mu != 0 {
+	cfg.Algorithm.Name = "fedprox"
+	if p, ok := cfg.Algorithm.Strategy().(fl.FedProx); !ok || p.Mu != 0 {
 		t.Fatalf("fedprox with mu 0 became %+v", p)
 	}
-	if f := fedTP(cfg.Algorithm); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
+	cfg.Algorithm.Name = "fedtp"
+	if f := cfg.Algorithm.Strategy().(*fl.FedTP); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
 		t.Fatalf("hypernetwork momentum and weight decay 0 became %g and %g (want none: negative)", f.Hyper.Momentum, f.Hyper.WeightDecay)
 	}
 	zero := DefaultConfig()

@@ -247,7 +247,7 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	}
 	err := cuda.SetMatmulPrecision(matmul)
 	if err == nil {
-		se.run, err = fl.New(fc, Strategies[cfg.Algorithm.Name](cfg.Algorithm), fed, se.train, se.test, build)
+		se.run, err = fl.New(fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
 	}
 	if err != nil {
 		se.closeData()

@@ -73,8 +73,8 @@ func (c Config) Validate() error {
 		k.fail("device", "%v", err)
 	}
 	for i, a := range c.Suite {
-		if _, ok := Strategies[a]; !ok {
-			k.fail("suite", "unknown algorithm %q; choose from %s", a, names(Strategies))
+		if _, err := fl.LookupAlgorithm(a); err != nil {
+			k.fail("suite", "%v", err)
 		} else if slices.Contains(c.Suite[:i], a) {
 			k.fail("suite", "%q is listed twice", a)
 		}
@@ -157,8 +157,8 @@ func (c Config) validateModel(k *checker) {
 
 func (c Config) validateAlgorithm(k *checker) {
 	a := c.Algorithm
-	if _, ok := Strategies[a.Name]; !ok {
-		k.fail("algorithm.name", "unknown algorithm %q; choose one of %s", a.Name, names(Strategies))
+	if _, err := fl.LookupAlgorithm(a.Name); err != nil {
+		k.fail("algorithm.name", "%v", err)
 	}
 	k.real("algorithm.mu", a.Mu, 0, inf, false)
 	k.oneOf("algorithm.generic_loss", a.GenericLoss, "balanced", "ce")

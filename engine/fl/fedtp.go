@@ -11,7 +11,7 @@ import (
 )
 
 // FedTP is Learn-to-Personalize (Li et al., "FedTP: Federated Learning by Transformer
-// Personalization", §III-B, Algorithm 1): a hypernetwork on the server generates every
+// Personalization", §III-C, Algorithm 1): a hypernetwork on the server generates every
 // client's self-attention Q/K/V projections from its embedding; the clients train them with
 // everything else; the server moves the hypernetwork by the weighted change of the generated
 // weights (ΔW_i = W_i⁰ − W_iᴱ, one vector-Jacobian product for the round's clients), and

@@ -9,7 +9,7 @@ import (
 	"pfl/engine/model"
 )
 
-// KNN is FedTP+KNN's evaluation (FedTP §IV-E, Table VI; official code's --k_neighbor):
+// KNN is FedTP+KNN's evaluation (FedTP §IV-B.6, Table VI; official code's --k_neighbor):
 // each client embeds its own training images with its personalized model (the features the
 // head reads), and every test image takes a vote of its K nearest training features by
 // squared L2 distance (what FAISS's IndexFlatL2 returns), each neighbour weighted by

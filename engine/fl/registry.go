@@ -1,0 +1,88 @@
+package fl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"pfl/engine/hyper"
+	"pfl/engine/model"
+)
+
+// Options are the algorithm settings a config can give; each algorithm reads those it
+// documents and ignores the rest.
+type Options struct {
+	Mu           float64      // FedProx's proximal weight
+	PlainSoftmax bool         // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
+	Generate     []model.Role // FedTP: the generated roles
+	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
+	KNN          KNN          // FedTP+KNN: the neighbours' vote
+}
+
+// Algorithm is one entry of the registry: what a config names, what it is, where it comes
+// from, and how to make it.
+type Algorithm struct {
+	Name    string // as configs spell it
+	Summary string // one line
+	Paper   string // the paper (and section) it implements
+	New     func(o Options) Strategy
+}
+
+// registry lists every algorithm, one line each; config validation, `pfl algorithms`,
+// `pfl train -h` and the README's table all read it.
+var registry = []Algorithm{
+	{"fedavg", "average every parameter", "McMahan et al., AISTATS 2017, Alg. 1", func(Options) Strategy { return FedAvg() }},
+	{"fedprox", "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", "Li et al., MLSys 2020, Eq. 2", func(o Options) Strategy { return FedProx{Mu: o.Mu} }},
+	{"local", "every client trains alone; nothing is shared", "baseline (FedTP Table II \"Local-T\")", func(Options) Strategy { return Local() }},
+	{"fedper", "the head stays with its client; the rest is averaged", "Arivazhagan et al., 2019, §3", func(Options) Strategy { return FedPer() }},
+	{"fedbn", "normalization layers and their statistics stay local", "Li et al., ICLR 2021, Alg. 1", func(Options) Strategy { return FedBN() }},
+	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(Options) Strategy { return FedRep{} }},
+	{"fedbabu", "the head stays at its initialization; fine-tuned before evaluation", "Oh et al., ICLR 2022, §3", func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
+	{"vanilla-t", "attention Q/K/V stay local, everything else is averaged", "FedTP §III-B, Table II \"Vanilla Personalized-T\"", func(Options) Strategy { return VanillaPersonalizedT() }},
+	{"vanilla-attn", "all attention layers and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", func(Options) Strategy { return VanillaAttention() }},
+	{"fedrod", "a generic head (balanced softmax) and a personal head", "Chen & Chao, ICLR 2022, §4", func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }},
+	{"fedtp", "a server hypernetwork generates each client's attention Q/K/V", "FedTP (Li et al., IEEE TNNLS 2023) §III-C, Alg. 1", func(o Options) Strategy { return fedTP(o) }},
+	{"fedtp-per", "FedTP with the head kept by each client", "FedTP §IV-B.6, Table VI \"FedTP+FedPer\"", func(o Options) Strategy {
+		f := fedTP(o)
+		f.Local = []model.Role{model.RoleHead}
+		return f
+	}},
+	{"fedtp-rod", "FedTP with FedRoD's personal head and balanced softmax", "FedTP §IV-B.6, Table VI \"FedTP+FedRoD\"", func(o Options) Strategy {
+		f := fedTP(o)
+		f.RoD = true
+		return f
+	}},
+	{"fedtp-knn", "FedTP whose evaluation mixes in a nearest-neighbour vote", "FedTP §IV-B.6, Table VI \"FedTP+KNN\"", func(o Options) Strategy {
+		f := fedTP(o)
+		f.KNN = o.KNN
+		return f
+	}},
+}
+
+func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }
+
+// Algorithms lists the registry, sorted by name.
+func Algorithms() []Algorithm {
+	out := append([]Algorithm(nil), registry...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LookupAlgorithm finds an algorithm by name; the error lists the valid names.
+func LookupAlgorithm(name string) (Algorithm, error) {
+	for _, a := range registry {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return Algorithm{}, fmt.Errorf("unknown algorithm %q; choose one of %s", name, AlgorithmNames())
+}
+
+// AlgorithmNames is the registry's names, sorted, comma-separated.
+func AlgorithmNames() string {
+	var names []string
+	for _, a := range Algorithms() {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ", ")
+}
