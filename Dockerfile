@@ -1,7 +1,6 @@
 # A GPU image for pfl: CUDA, a PyTorch install (whose libtorch the native library is built
-# against), Go, and the project built inside. It has not been built by the project yet:
-# the development machines have no Docker engine. Build and run on a machine with the
-# NVIDIA container toolkit:
+# against), Go, and the project built inside. It has not been built or tested yet. Build
+# and run it on a machine with the NVIDIA container toolkit:
 #   docker build -t pfl .
 #   docker run --gpus all pfl pfl doctor
 FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Everything pfl checks on a GPU machine.
+# Everything pfl checks on a GPU machine: builds the CUDA native library, runs the CUDA
+# tests and the benchmarks.
 #
-#   bash bench/gpu.sh prepare        where Go is (not the GPU machine): builds the Go test and
-#                                    benchmark binaries and bin/pfl into bin/gpu/ (they do
-#                                    not link libtorch, so they run anywhere on x86-64 Linux)
+#   bash bench/gpu.sh prepare        where Go is (not necessarily the GPU machine): builds
+#                                    the Go test and benchmark binaries and bin/pfl into
+#                                    bin/gpu/ (they do not link libtorch, so they run on any
+#                                    x86-64 Linux)
 #   bash bench/gpu.sh run [stage...] on the GPU machine (python3 with a CUDA torch, nvcc,
-#                                    cmake; no Go needed), the stages in order (default all):
+#                                    cmake; no Go and no network needed), the stages in
+#                                    order (default: all of them):
 #       build      build-cuda/libpfltorch.so against that torch (skipped when up to date)
 #       tests      the CUDA tests: cuda package (graphs, reseeded generators, bf16), the
 #                  round loop (captured steps equal eager ones, no growth), the smoke run
@@ -15,11 +18,19 @@
 #       scaling    the first workload at K = 1 and K = 8 clients per round (the stacking gain)
 #   bash bench/gpu.sh                both, on a GPU machine that has Go
 #
-# A device call is limited to 10 minutes: split the stages over calls when needed
-# (`run build tests`, then `run kernels`, then `run workloads scaling`); every stage
-# rebuilds nothing that is up to date. Logs go to bench/out/; where $OUT is set (the
-# device tool), they are also packed into $OUT/gpu-logs.tgz, as that tool returns only a
-# few files. Record the tables in bench/RESULTS.md with the date, the device and the command.
+# On a GPU machine without Go: run `prepare` where Go is, copy the whole tree (with bin/gpu/)
+# to the GPU machine, and run `bash bench/gpu.sh run` there.
+#
+# The full run takes a while (the workloads stage longest). Where a machine's jobs have a
+# time limit, split the stages over several invocations, e.g. `run build tests`, then
+# `run kernels`, then `run workloads scaling`: a later stage reuses the library the build
+# stage made, and the build stage rebuilds nothing that is up to date.
+#
+# Output: logs, device description and benchmark JSON go to bench/out/. At the end of a run
+# (and when the build fails) they are also packed into gpu-logs.tgz in the folder
+# $PFL_GPU_OUT (default bench/gpu-out; if PFL_GPU_OUT is unset and $OUT is set, $OUT), one
+# file to carry back. Record the tables in bench/RESULTS.md with the date, the device and
+# the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -32,7 +43,13 @@ first=${workloads%% *}
 precisions=${PFL_BENCH_PRECISIONS:-"bf16 fp32"}
 p0=${precisions%% *}
 
-pack() { if [ -n "${OUT:-}" ]; then tar czf "$OUT/gpu-logs.tgz" -C bench out || true; fi; }
+# dest is where gpu-logs.tgz goes (see the header).
+dest=${PFL_GPU_OUT:-${OUT:-bench/gpu-out}}
+
+pack() {
+  mkdir -p "$dest" && tar czf "$dest/gpu-logs.tgz" --exclude=gpu-logs.tgz -C "$(dirname "$out")" "$(basename "$out")" &&
+    echo "gpu.sh: logs packed into $dest/gpu-logs.tgz" || true
+}
 
 prepare() {
   export PATH="/usr/local/go/bin:$PATH"

@@ -21,7 +21,7 @@
 //
 // MFU is achieved training FLOP/s over the peak of a large square matmul measured in the
 // same process (PeakTFLOPS): float32 on every device, and on CUDA also bfloat16, the rate
-// the targets are stated against. Whether libtorch runs float32 matmuls as TF32
+// a GPU's MFU is usually quoted against. Whether libtorch runs float32 matmuls as TF32
 // is its own setting (off for matmuls by default since 1.12); the float32 peak is measured
 // under the same setting as the run.
 package harness

@@ -17,7 +17,7 @@ import (
 // and the optimizer's buffers. A run keeps one per (model, phase) for its whole life, so
 // these stay at fixed addresses: the step captured as a CUDA graph in the first round is
 // replayed for every step of every later round, with each round's values copied into the
-// same memory first (DESIGN §3, "the fast path is the same path"). On the CPU, or with
+// same memory first (docs/design.md, "The fast path is the same path"). On the CPU, or with
 // graphs off, the same step runs eagerly.
 type stepState struct {
 	plan     *data.DevicePlan  // static, read at its cursor

@@ -9,8 +9,10 @@
 #  - nvidia-cuda-dev 12.5 (experimental non-free) + libcu++-dev 2.5 (sid): CUDA 12.5 headers for
 #    the 2.14 tree; the 2.6 tree uses the system's CUDA 11.8 headers (bookworm nvidia-cuda-dev).
 #    Install that one first: add contrib non-free to the apt sources, apt-get install nvidia-cuda-dev.
-# A full PyTorch source snapshot (github:pytorch/pytorch, ~4 GB; forks ~1 GB) is over the
-# 500 MB fetch limit of this machine, so torchgen could not be run on a 2.11 tree.
+# Why Debian's packages: a PyTorch source tree lacks the generated headers (ATen/ops/*, ...);
+# making them means a full clone of github.com/pytorch/pytorch (~4 GB) and a torchgen run,
+# which this script avoids by using trees that are generated already. So the check covers
+# 2.6 and 2.14, not the Dockerfile's default 2.11.
 set -euo pipefail
 P=${PFL_HEADERS_DIR:-/tmp/pfl-torch-headers}
 mkdir -p $P/apt/{lists/partial,archives/partial,debs}
