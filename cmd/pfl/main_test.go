@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,21 @@ func TestEveryPresetDecodesAndValidates(t *testing.T) {
 	}
 	if len(entries) < 5 {
 		t.Fatalf("only %d presets embedded", len(entries))
+	}
+}
+
+// TestREADMEListsTheRegistry keeps the README's algorithm table equal to the registry.
+func TestREADMEListsTheRegistry(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- algorithms -->\n")
+	table, _, ok2 := strings.Cut(rest, "<!-- /algorithms -->")
+	if !ok || !ok2 {
+		t.Fatal("README.md lacks the <!-- algorithms --> table")
+	}
+	if want := algorithmTable(); table != want {
+		t.Fatalf("README's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
 	}
 }
