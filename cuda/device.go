@@ -192,6 +192,28 @@ func (g *Graph) CaptureBegin(st *Stream) error {
 	return nil
 }
 
+// CaptureBeginSharing is CaptureBegin with the capture's memory drawn from poolOf's private
+// pool (poolOf: a graph captured before): graphs that are replayed one after another on one
+// stream, never at once, and whose intermediates die with each replay, then share one pool
+// instead of holding one footprint each.
+func (g *Graph) CaptureBeginSharing(st *Stream, poolOf *Graph) error {
+	switch {
+	case g == nil || g.h == nil:
+		return errorf("graph_capture_begin_shared", CodeClosed, "graph is closed")
+	case st == nil || st.h == nil:
+		return errorf("graph_capture_begin_shared", CodeArgument, "need an open stream")
+	case poolOf == nil || poolOf.h == nil || !poolOf.captured:
+		return errorf("graph_capture_begin_shared", CodeArgument, "the graph whose pool is shared must be captured and open")
+	case g.capturing || g.captured:
+		return errorf("graph_capture_begin_shared", CodeArgument, "graph already captured")
+	}
+	if err := nativeGraphCaptureBeginShared(g.h, st.h, poolOf.h); err != nil {
+		return err
+	}
+	g.capturing = true
+	return nil
+}
+
 // Register lets the capture draw from gen (a CUDA generator): at every replay the graph's
 // draws follow gen's seed and offset then, and advance gen as the eager ops would. Every
 // generator other than the default one that the captured ops use must be registered before

@@ -102,6 +102,9 @@ static int32_t t_graph_register(const pfl_api *a, pfl_graph g, pfl_generator gen
 static int32_t t_set_stream(const pfl_api *a, int32_t d, pfl_stream s, pfl_status *st) {
 	return a->cuda_set_current_stream(d, s, st);
 }
+static int32_t t_graph_begin_shared(const pfl_api *a, pfl_graph g, pfl_stream s, pfl_graph pool, pfl_status *st) {
+	return a->cuda_graph_capture_begin_shared(g, s, pool, st);
+}
 */
 import "C"
 
@@ -432,6 +435,11 @@ func nativeGraphReplay(g unsafe.Pointer) error {
 func nativeGraphRegisterGenerator(g, gen unsafe.Pointer) error {
 	var st C.pfl_status
 	return status("cuda_graph_register_generator", C.t_graph_register(api, C.pfl_graph(g), C.pfl_generator(gen), &st), &st)
+}
+
+func nativeGraphCaptureBeginShared(g, s, pool unsafe.Pointer) error {
+	var st C.pfl_status
+	return status("cuda_graph_capture_begin_shared", C.t_graph_begin_shared(api, C.pfl_graph(g), C.pfl_stream(s), C.pfl_graph(pool), &st), &st)
 }
 
 func nativeSetCurrentStream(d int, s unsafe.Pointer) error {

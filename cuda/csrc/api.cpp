@@ -491,6 +491,7 @@ int32_t pfl_cuda_graph_replay(pfl_graph, pfl_status *);
 void pfl_cuda_graph_free(pfl_graph);
 int32_t pfl_cuda_graph_register_generator(pfl_graph, pfl_generator, pfl_status *);
 int32_t pfl_cuda_set_current_stream(int32_t, pfl_stream, pfl_status *);
+int32_t pfl_cuda_graph_capture_begin_shared(pfl_graph, pfl_stream, pfl_graph, pfl_status *);
 
 static const pfl_api k_api = {
     sizeof(pfl_api),
@@ -530,6 +531,7 @@ static const pfl_api k_api = {
     api_generator_set_seed,
     pfl_cuda_graph_register_generator,
     pfl_cuda_set_current_stream,
+    pfl_cuda_graph_capture_begin_shared,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

@@ -136,6 +136,18 @@ int32_t pfl_cuda_graph_capture_begin(pfl_graph g, pfl_stream s, pfl_status *st) 
   PFL_CATCH(st, "cuda_graph_capture_begin")
 }
 
+int32_t pfl_cuda_graph_capture_begin_shared(pfl_graph g, pfl_stream s, pfl_graph pool_of, pfl_status *st) {
+  PFL_TRY
+  if (!g || !s || !pool_of) throw ArgError("null graph, stream or pool graph");
+  if (!pool_of->stream) throw ArgError("the graph whose memory pool is to be shared was never captured");
+  C10_CUDA_CHECK(cudaDeviceSynchronize());
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  c10::cuda::CUDAStreamGuard guard(s->s);
+  g->stream = s->s;
+  g->g.capture_begin(pool_of->g.pool());
+  PFL_CATCH(st, "cuda_graph_capture_begin_shared")
+}
+
 int32_t pfl_cuda_graph_capture_end(pfl_graph g, pfl_status *st) {
   PFL_TRY
   if (!g || !g->stream) throw ArgError("graph is not capturing");
@@ -216,6 +228,9 @@ int32_t pfl_cuda_stream_synchronize(pfl_stream, pfl_status *st) {
 }
 void pfl_cuda_stream_free(pfl_stream) {}
 int32_t pfl_cuda_graph_new(pfl_graph *, pfl_status *st) { PFL_NO_CUDA("cuda_graph_new") }
+int32_t pfl_cuda_graph_capture_begin_shared(pfl_graph, pfl_stream, pfl_graph, pfl_status *st) {
+  PFL_NO_CUDA("cuda_graph_capture_begin_shared")
+}
 int32_t pfl_cuda_graph_capture_begin(pfl_graph, pfl_stream, pfl_status *st) {
   PFL_NO_CUDA("cuda_graph_capture_begin")
 }

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 3
+#define PFL_ABI_MINOR 4
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -339,6 +339,13 @@ typedef struct pfl_api {
   int32_t (*generator_set_seed)(pfl_generator g, uint64_t seed, pfl_status *st);
   int32_t (*cuda_graph_register_generator)(pfl_graph g, pfl_generator gen, pfl_status *st);
   int32_t (*cuda_set_current_stream)(int32_t device, pfl_stream s, pfl_status *st);
+
+  /* Added in ABI 1.4. cuda_graph_capture_begin_shared is cuda_graph_capture_begin with the
+   * capture's memory taken from the private pool of pool_of (a graph captured before), as
+   * torch.cuda.graph(pool=other.pool()) does: the training steps of a run's phases, replayed
+   * one after another on one stream and never at once, then hold one activation footprint
+   * instead of one each. */
+  int32_t (*cuda_graph_capture_begin_shared)(pfl_graph g, pfl_stream s, pfl_graph pool_of, pfl_status *st);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

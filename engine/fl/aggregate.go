@@ -15,6 +15,15 @@ func Weights(samples []int) []float64 {
 	return w
 }
 
+// AverageInto is the default server update (FedAvg): global ← Σ_k weights_k · trained_k
+// for every shared parameter, all of them in one native call.
+func AverageInto(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error {
+	if len(global) > 0 {
+		s.ForeachWeightedSum(global, trained, weights)
+	}
+	return s.Err()
+}
+
 // WeightedMean reduces a client-stacked tensor x [K, ...] to Σ_k w_k x_k as [1, ...]: the
 // aggregation of a shared parameter, one reduction over the client dimension. Run
 // aggregates all shared parameters at once with cuda's ForeachWeightedSum; this is the

@@ -44,7 +44,7 @@ func (r *Run) State() ([]safetensors.Tensor, error) {
 			}
 		}
 	}
-	if st, ok := r.strat.(Stateful); ok {
+	if st := r.hooks.state; st != nil {
 		names, ts := st.State()
 		for i, n := range names {
 			if err := add("strategy/"+n, ts[i]); err != nil {
@@ -87,7 +87,7 @@ func (r *Run) Restore(f *safetensors.File, history []RoundMetrics) error {
 			}
 		}
 	}
-	if st, ok := r.strat.(Stateful); ok {
+	if st := r.hooks.state; st != nil {
 		names, ts := st.State()
 		for i, n := range names {
 			if err := load("strategy/"+n, ts[i]); err != nil {

@@ -84,7 +84,7 @@ func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 		r.loadGenerated(s, r.evalM, r.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
 		s.SetGradEnabled(true)
 	}
-	if ft, ok := r.strat.(FineTuner); ok {
+	if ft := r.hooks.fineTune; ft != nil {
 		// fine-tune on the clients' own training data; evalM's rows are reloaded before
 		// the next use, so nothing of it is kept
 		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
@@ -124,7 +124,7 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 	s.SetGradEnabled(false)
 	var knn KNN
 	var mem *memory
-	if mz, ok := r.strat.(Memorizer); ok && mz.Memory().K > 0 {
+	if mz := r.hooks.memory; mz != nil {
 		knn = mz.Memory()
 		if mem, err = r.buildMemory(s, m.(model.Headed), ids); err != nil {
 			return evalCounts{}, err
@@ -147,6 +147,8 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 			h := m.(model.Headed)
 			f := h.Features(st, r.input(st, b.X), &model.Pass{})
 			logits = knnLogits(st, knn, mem, f, h.Head(st, f, &model.Pass{}))
+		} else if pr := r.hooks.predict; pr != nil {
+			logits = pr.Predict(st, m, r.input(st, b.X))
 		} else {
 			logits = m.Forward(st, r.input(st, b.X), &model.Pass{})
 		}

@@ -212,14 +212,14 @@ func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (strin
 			return err
 		}
 		opt := &sgd{lr: cfg.LR}
-		defer opt.close()
+		defer opt.Close()
 		for e := 1; e <= cfg.Epochs; e++ {
 			_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil,
 				func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
 					per := r.loss(st, r.evalM, b, pass)
 					grads := st.Grad([]*cuda.Tensor{st.Sum(per, false)}, nil, train, cuda.GradOptions{AllowUnused: true})
 					if st.Err() == nil {
-						opt.step(st, train, zeroMissing(st, grads, train), active)
+						opt.Step(st, train, zeroMissing(st, grads, train), active)
 					}
 					return per
 				})

@@ -28,6 +28,7 @@ type Run struct {
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
 	personal []bool
+	hooks    hooks      // the strategy's lifecycle hooks (strategy.go)
 	gen      Generative // nil unless the strategy generates parameters
 	genIdx   []int      // indices of the generated parameters, in model order
 	isGen    []bool
@@ -41,6 +42,7 @@ type Run struct {
 	onRunStream    bool                   // inside Round, with stream current
 	graphsCaptured int
 	graphErr       error
+	poolGraph      *cuda.Graph // the run's first captured step, whose memory pool the later captures share
 
 	// History is every finished round's metrics.
 	History []RoundMetrics
@@ -66,7 +68,7 @@ type Timing struct {
 func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Samples, build Builder) (*Run, error) {
 	cfg.defaults()
 	n := len(fed.Part.Train)
-	r := &Run{cfg: cfg, strat: strat, fed: fed, train: train, test: test}
+	r := &Run{cfg: cfg, strat: strat, hooks: hooksOf(strat), fed: fed, train: train, test: test}
 	for c := 0; c < n; c++ {
 		if !slices.Contains(fed.Part.Novel, c) {
 			r.trainable = append(r.trainable, c)
@@ -80,7 +82,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		return nil, err
 	}
 	defer g.Close()
-	if w, ok := strat.(Wrapper); ok {
+	if w := r.hooks.wrap; w != nil {
 		inner := build
 		build = func(k int, g *cuda.Generator) (model.Model, error) {
 			m, err := inner(k, g)
@@ -111,13 +113,13 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		}
 		*models[i] = m
 	}
-	if mz, ok := strat.(Memorizer); ok {
+	if mz := r.hooks.memory; mz != nil {
 		if err := checkKNN(mz.Memory(), r.global); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
 		}
 	}
-	if b, ok := strat.(Binder); ok {
+	if b := r.hooks.bind; b != nil {
 		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed}); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
@@ -132,7 +134,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
-	r.gen, _ = strat.(Generative)
+	r.gen = r.hooks.gen
 	for i, p := range r.global.Params().List {
 		personal := strat.Personal(p)
 		generated := r.gen != nil && r.gen.Generated(p)
@@ -357,10 +359,13 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 			dst, src = append(dst, global[i].T), append(src, p.T)
 		}
 	}
-	if len(dst) > 0 { // every shared parameter in one native call (WeightedMean is the reference)
-		s.ForeachWeightedSum(dst, src, w)
+	if a := r.hooks.aggregate; a != nil {
+		if err := a.Aggregate(s, dst, src, w); err != nil {
+			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
+		}
+		return s.Err()
 	}
-	return s.Err()
+	return AverageInto(s, dst, src, w)
 }
 
 // localTrain runs the clients' local training on m (loading their rows first), phase by
@@ -369,10 +374,7 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) (float64, float64, error) {
 	r.load(s, m, ids)
 	r.loadGenerated(s, m, generated)
-	phases := []Phase{{Epochs: r.cfg.Epochs, Train: allParams}}
-	if ph, ok := r.strat.(Phased); ok {
-		phases = ph.Phases(r.cfg.Epochs)
-	}
+	phases := r.hooks.phases(r.cfg.Epochs)
 	var sum, pairs float64
 	for i, ph := range phases {
 		l, n, err := r.trainPhase(s, m, ids, r.fed.Part.Train, round, i, ph, met)
@@ -394,8 +396,8 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 			global = append(global, globalList[i].T)
 		}
 	}
-	reg, _ := r.strat.(Regularizer)
-	ss, err := r.phaseState(m, phase, ph.Epochs, parts, &sgd{lr: r.cfg.LR, momentum: r.cfg.Momentum, wd: r.cfg.WeightDecay})
+	reg := r.hooks.penalty
+	ss, err := r.phaseState(m, phase, ph.Epochs, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -415,7 +417,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 				grads[i] = st.Zeros(train[i].DType(), train[i].Device(), train[i].Shape()...)
 			}
 		}
-		opt.step(st, train, grads, active)
+		opt.Step(st, train, grads, active)
 		return perClient
 	})
 }
@@ -423,7 +425,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 // loss is each client's local loss [K]: the strategy's Objective, else the mean
 // cross-entropy over the client's real samples.
 func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
-	if obj, ok := r.strat.(Objective); ok {
+	if obj := r.hooks.objective; obj != nil {
 		return obj.Loss(s, m, b, pass)
 	}
 	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)

@@ -15,11 +15,11 @@ type sgd struct {
 	bufs             []*cuda.Tensor // momentum buffers, owned; nil until the first step
 }
 
-// step updates params in place from grads (left untouched: autograd may hand one tensor
+// Step updates params in place from grads (left untouched: autograd may hand one tensor
 // to two parameters). active is [K] float32. The weight-decay term is added after the
 // gradient rather than before, so a step can round differently from torch's in the last
 // bit.
-func (o *sgd) step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.Tensor) {
+func (o *sgd) Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.Tensor) {
 	grad := s.GradEnabled()
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(grad)
@@ -75,10 +75,18 @@ func perParam(s *cuda.Scope, params []*cuda.Tensor, active *cuda.Tensor, mul, ad
 	return out
 }
 
-// close frees the momentum buffers.
-func (o *sgd) close() {
+// Reset zeroes the momentum buffers (in place: a captured step keeps reading them).
+func (o *sgd) Reset(s *cuda.Scope) {
+	if o.bufs != nil {
+		s.ForeachZero(o.bufs)
+	}
+}
+
+// Close frees the momentum buffers.
+func (o *sgd) Close() error {
 	for _, b := range o.bufs {
 		b.Close()
 	}
 	o.bufs = nil
+	return nil
 }

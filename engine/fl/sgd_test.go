@@ -30,7 +30,7 @@ func TestSGDMatchesTorchPerClient(t *testing.T) {
 				params, ref, buf = append(params, p), append(ref, v), append(buf, make([]float64, len(v)))
 			}
 			opt := &sgd{lr: c.lr, momentum: c.mom, wd: c.wd}
-			defer opt.close()
+			defer opt.Close()
 			for step, act := range active {
 				var grads []*cuda.Tensor
 				for i, sh := range shapes {
@@ -59,7 +59,7 @@ func TestSGDMatchesTorchPerClient(t *testing.T) {
 						}
 					}(gr, before)
 				}
-				opt.step(s, params, grads, cuda.FromSlice(s, cuda.CPU, act))
+				opt.Step(s, params, grads, cuda.FromSlice(s, cuda.CPU, act))
 			}
 			if err := s.Err(); err != nil {
 				t.Fatal(err)

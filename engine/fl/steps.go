@@ -25,7 +25,7 @@ type stepState struct {
 	rows     *cuda.Tensor      // [K] int64: the clients of the stack rows
 	gens     []*cuda.Generator // row k's dropout stream, reseeded per round and client
 	lossSum  *cuda.Tensor      // [K] float32: the clients' summed step losses, read per phase
-	opt      *sgd              // the phase's optimizer (nil when the step brings its own)
+	opt      Optimizer         // the phase's optimizer (nil when the step brings its own)
 	graph    *cuda.Graph       // the captured step, once captured
 	warm     bool              // a step ran eagerly: the next one may be captured
 	captured bool              // capture was tried (once per state)
@@ -72,7 +72,7 @@ func (ss *stepState) close() {
 		t.Close()
 	}
 	if ss.opt != nil {
-		ss.opt.close()
+		ss.opt.Close()
 	}
 }
 
@@ -97,8 +97,8 @@ func (ss *stepState) load(s *cuda.Scope, plan *data.Plan, noise []float64, activ
 	s.CopyFrom(s.Narrow(ss.active, 0, 0, int64(len(active))/k), cuda.FromSlice(s, dev, active, int64(len(active))/k, k))
 	s.CopyFrom(ss.rows, cuda.FromSlice(s, dev, ids64(ids)))
 	s.ForeachZero([]*cuda.Tensor{ss.lossSum})
-	if ss.opt != nil && ss.opt.bufs != nil {
-		s.ForeachZero(ss.opt.bufs)
+	if ss.opt != nil {
+		ss.opt.Reset(s)
 	}
 	return s.Err()
 }
@@ -117,7 +117,7 @@ type stepKey struct {
 // phaseState returns the run's step state for training m in phase, made on first use with
 // room for the longest plan of epochs epochs that any client's samples parts[c] can need
 // (plans are not shortened by a phase's step limit, so it does not count).
-func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, opt *sgd) (*stepState, error) {
+func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
 	key := stepKey{m, phase}
 	if ss := r.steps[key]; ss != nil {
 		return ss, nil
@@ -131,7 +131,7 @@ func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, opt *s
 	if err != nil {
 		return nil, err
 	}
-	ss.opt = opt
+	ss.opt = newOpt()
 	if r.steps == nil {
 		r.steps = map[stepKey]*stepState{}
 	}
@@ -240,9 +240,10 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 }
 
 // runStep runs one step: a replay of the state's graph when it has one; else, with graphs
-// on (inside Round) and the state warm, a capture followed by a replay (capturing records the step
-// without running it); else the step eagerly. A capture that fails is recorded
-// (GraphStatus) and the run goes on eagerly for this state.
+// on (inside Round) and the state warm, a capture followed by a replay (capturing records
+// the step without running it); else the step eagerly. A capture that fails stops the run
+// with its error (the stream's memory pool may be unusable after it, so going on eagerly on
+// it is no safe fallback), naming train.eager as the way to train without graphs.
 func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cuda.Scope)) error {
 	// Graphs run on the run's stream, which is current only inside Round; outside it (an
 	// evaluation's fine-tuning called on its own) the steps run eagerly, in stream order.
@@ -251,12 +252,12 @@ func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cud
 	}
 	if r.onRunStream && cached && ss.warm && !ss.captured {
 		ss.captured = true
-		err := r.capture(st, ss, body)
-		if err == nil {
-			r.graphsCaptured++
-			return ss.graph.Replay()
+		if err := r.capture(st, ss, body); err != nil {
+			r.graphErr = err
+			return fmt.Errorf("%w; set train.eager: true (pfl bench -eager) to train without CUDA graphs", err)
 		}
-		r.graphErr = err
+		r.graphsCaptured++
+		return ss.graph.Replay()
 	}
 	st.Reset()
 	body(st)
@@ -265,7 +266,10 @@ func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cud
 }
 
 // capture records body on the run's stream as ss's graph, registering the streams it
-// draws from.
+// draws from. Every capture of the run after the first draws its memory from the first
+// one's pool: the phases' steps (FedRep's two, FedBABU's fine-tuning, the evaluation
+// model's) replay one after another on one stream, and each step's intermediates die with
+// it, so one activation footprint serves them all.
 func (r *Run) capture(st *cuda.Scope, ss *stepState, body func(*cuda.Scope)) error {
 	g, err := cuda.NewGraph()
 	if err != nil {
@@ -277,9 +281,13 @@ func (r *Run) capture(st *cuda.Scope, ss *stepState, body func(*cuda.Scope)) err
 			return err
 		}
 	}
-	if err := g.CaptureBegin(r.stream); err != nil {
+	begin := g.CaptureBegin(r.stream)
+	if r.poolGraph != nil {
+		begin = g.CaptureBeginSharing(r.stream, r.poolGraph)
+	}
+	if begin != nil {
 		g.Close()
-		return err
+		return begin
 	}
 	st.Reset()
 	body(st)
@@ -294,10 +302,13 @@ func (r *Run) capture(st *cuda.Scope, ss *stepState, body func(*cuda.Scope)) err
 		return fmt.Errorf("fl: capturing the training step: %w", endErr)
 	}
 	ss.graph = g
+	if r.poolGraph == nil {
+		r.poolGraph = g // owned by ss; the pool outlives it while another graph shares it
+	}
 	return nil
 }
 
 // GraphStatus reports how many training steps the run has captured as CUDA graphs (one
-// per model and phase) and the error of the last capture that failed, after which that
-// phase ran eagerly; both are zero on the CPU or with graphs off.
+// per model and phase) and the error of a capture that failed (which stopped the run);
+// both are zero on the CPU or with graphs off.
 func (r *Run) GraphStatus() (captured int, err error) { return r.graphsCaptured, r.graphErr }

@@ -2,8 +2,38 @@
 // together as one client-stacked model, aggregate the shared part, keep the personal parts
 // with their clients, and evaluate every client's personalized model.
 //
-// A Strategy decides which parameters are personal (by role, never by name) and may add
-// to the local objective; the loop drives everything else. One file per algorithm.
+// An algorithm is a Strategy: one file, plus one line in registry.go. It says which
+// parameters are personal (by role, never by name) and overrides only the hooks where it
+// differs from FedAvg; each hook is an interface the Strategy may implement, and every
+// hook works on the K clients of a stack at once. The lifecycle, in call order:
+//
+// When a run starts (New):
+//   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head).
+//   - Binder.Bind shows the strategy the run: data, global model, device (FedTP builds its
+//     hypernetwork here).
+//   - Every parameter is sorted once: personal (Personal: a row per client, kept by the
+//     client), generated (Generative.Generated: made by the server for each client), or
+//     shared (averaged).
+//
+// Each round (Run.Round), for the K sampled clients:
+//  1. Prepare: the stacked model's row k becomes client k's model: the global shared
+//     values, the client's personal rows, and Generative.Generate's parameters.
+//  2. Local training, phase by phase (Phased.Phases; default one phase of the configured
+//     epochs over every parameter). Each step's loss is Objective.Loss (default: each
+//     client's mean cross-entropy over its real samples) plus Regularizer.Penalty, and the
+//     update is LocalOptimizer.Optimizer's Step (default: SGD with the run's learning rate,
+//     momentum and weight decay, one state per client, reset every round).
+//  3. Server update: Generative.Learn updates the generator from the generated
+//     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
+//     global model (default: the weighted mean Σ_k (m_k/M) θ_k); the personal rows go back
+//     to each client's store.
+//  4. Evaluation, when due, of every client in stacked chunks: prepared as in 1, fine-tuned
+//     (FineTuner.FineTune, not kept), then Predictor.Predict gives the logits (default: the
+//     model's forward; a Memorizer mixes in a nearest-neighbour vote).
+//
+// Checkpoints hold the global model, the store of personal rows and Stateful.State's
+// tensors; everything random derives from (seed, purpose, round, client), so nothing else
+// needs saving.
 package fl
 
 import (
@@ -49,6 +79,48 @@ type Phased interface {
 type FineTuner interface {
 	Strategy
 	FineTune() Phase
+}
+
+// Optimizer is a local update rule over client-stacked parameters [K, ...]. Step changes
+// params in place from grads for the clients active marks ([K] float32, 1 or 0: a client
+// whose epochs are done neither moves nor changes its state). The state lives at fixed
+// addresses for the whole run (a CUDA graph replays the step): Reset zeroes it in place at
+// the start of every round, as a client's fresh optimizer.
+type Optimizer interface {
+	Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.Tensor)
+	Reset(s *cuda.Scope)
+	Close() error
+}
+
+// SGDConfig is the run's local optimizer setting.
+type SGDConfig struct{ LR, Momentum, WeightDecay float64 }
+
+// NewSGD is the default local optimizer: torch.optim.SGD over stacked clients.
+func NewSGD(c SGDConfig) Optimizer { return &sgd{lr: c.LR, momentum: c.Momentum, wd: c.WeightDecay} }
+
+// LocalOptimizer is a Strategy with its own local update rule (pFedMe's inner problem, a
+// proximal step, Adam): Optimizer is called once per (model, phase) of the run with the
+// run's setting.
+type LocalOptimizer interface {
+	Strategy
+	Optimizer(phase int, run SGDConfig) Optimizer
+}
+
+// Aggregator is a Strategy with its own server update of the shared parameters (a server
+// optimizer, a robust mean). global are the global model's shared parameters (one row
+// each, updated in place), trained the round's clients' values [K, ...] in the same order,
+// weights [K] the clients' m_k/M. The default is AverageInto.
+type Aggregator interface {
+	Strategy
+	Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error
+}
+
+// Predictor is a Strategy whose clients predict otherwise than with their model's forward
+// pass (APFL's mixture, Ditto's personal model, a GP classifier): logits [K, B, classes]
+// for inputs x [K, B, ...] with m's rows prepared for the clients.
+type Predictor interface {
+	Strategy
+	Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor
 }
 
 // allParams trains every parameter.

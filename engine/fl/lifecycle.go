@@ -1,0 +1,56 @@
+package fl
+
+// hooks are the strategy's lifecycle hooks (strategy.go), resolved once when a run starts;
+// a nil hook takes the default.
+type hooks struct {
+	wrap      Wrapper
+	bind      Binder
+	gen       Generative
+	phased    Phased
+	objective Objective
+	penalty   Regularizer
+	optimizer LocalOptimizer
+	aggregate Aggregator
+	fineTune  FineTuner
+	predict   Predictor
+	memory    Memorizer
+	state     Stateful
+}
+
+func hooksOf(s Strategy) hooks {
+	var h hooks
+	h.wrap, _ = s.(Wrapper)
+	h.bind, _ = s.(Binder)
+	h.gen, _ = s.(Generative)
+	h.phased, _ = s.(Phased)
+	h.objective, _ = s.(Objective)
+	h.penalty, _ = s.(Regularizer)
+	h.optimizer, _ = s.(LocalOptimizer)
+	h.aggregate, _ = s.(Aggregator)
+	h.fineTune, _ = s.(FineTuner)
+	h.predict, _ = s.(Predictor)
+	h.memory, _ = s.(Memorizer)
+	if h.memory != nil && h.memory.Memory().K == 0 {
+		h.memory = nil // a KNN of no neighbours is no vote
+	}
+	h.state, _ = s.(Stateful)
+	return h
+}
+
+// phases are the local training's phases (step 2 of the lifecycle).
+func (h hooks) phases(epochs int) []Phase {
+	if h.phased != nil {
+		return h.phased.Phases(epochs)
+	}
+	return []Phase{{Epochs: epochs, Train: allParams}}
+}
+
+// newOptimizer makes a phase's local optimizer.
+func (h hooks) newOptimizer(phase int, c SGDConfig) func() Optimizer {
+	return func() Optimizer {
+		if h.optimizer != nil {
+			return h.optimizer.Optimizer(phase, c)
+		}
+		return NewSGD(c)
+	}
+}
