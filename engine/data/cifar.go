@@ -17,7 +17,8 @@ import (
 type cifarFormat struct {
 	name          string // dataset name, e.g. "cifar10"
 	folder        string // the folder inside the official archive
-	header        int    // label bytes before each record's 3072 pixels
+	header        int    // label bytes before each record's c·h·w pixels
+	c, h, w       int    // image geometry: 3×32×32 (tests and fuzzing use smaller images)
 	classes       int    // fine classes
 	coarseClasses int    // 0 when records have no coarse label
 	train, test   []string
@@ -26,12 +27,12 @@ type cifarFormat struct {
 
 var (
 	cifar10Format = cifarFormat{
-		name: "cifar10", folder: "cifar-10-batches-bin", header: 1, classes: 10,
+		name: "cifar10", folder: "cifar-10-batches-bin", header: 1, c: 3, h: 32, w: 32, classes: 10,
 		train: []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
 		test:  []string{"test_batch.bin"}, names: "batches.meta.txt",
 	}
 	cifar100Format = cifarFormat{
-		name: "cifar100", folder: "cifar-100-binary", header: 2, classes: 100, coarseClasses: 20,
+		name: "cifar100", folder: "cifar-100-binary", header: 2, c: 3, h: 32, w: 32, classes: 100, coarseClasses: 20,
 		train: []string{"train.bin"}, test: []string{"test.bin"},
 		names: "fine_label_names.txt", coarse: "coarse_label_names.txt",
 	}
@@ -98,13 +99,17 @@ func loadCIFAR(root string, f *cifarFormat) (*Split, error) {
 	}
 	var parts [2]*Images
 	for i, list := range [2][]string{f.train, f.test} {
-		x := &Images{Name: f.name + "/" + [2]string{"train", "test"}[i], C: 3, H: 32, W: 32,
+		x := &Images{Name: f.name + "/" + [2]string{"train", "test"}[i], C: f.c, H: f.h, W: f.w,
 			Classes: f.classes, ClassNames: names, CoarseClasses: f.coarseClasses}
+		x.Source = where(list[0])
+		if len(list) > 1 {
+			x.Source += " … " + list[len(list)-1]
+		}
 		total := 0
 		for _, base := range list {
-			total += len(files[base]) / (f.header + 3072)
+			total += len(files[base]) / (f.header + f.c*f.h*f.w)
 		}
-		x.Pixels = make([]uint8, 0, total*3072)
+		x.Pixels = make([]uint8, 0, total*f.c*f.h*f.w)
 		for _, base := range list {
 			b, ok := files[base]
 			if !ok {
@@ -119,7 +124,7 @@ func loadCIFAR(root string, f *cifarFormat) (*Split, error) {
 		}
 		parts[i] = x
 	}
-	return &Split{Train: parts[0], Test: parts[1]}, nil
+	return newSplit(parts[0], parts[1])
 }
 
 // parseCIFAR appends the records of file (its bytes b) to x: a label byte (a coarse
@@ -130,6 +135,9 @@ func parseCIFAR(file string, b []byte, f *cifarFormat, x *Images) error {
 	rec := hdr + x.C*x.H*x.W
 	if len(b)%rec != 0 {
 		return fmt.Errorf("data: %s: %d bytes is not a multiple of the %d-byte record (truncated or not %s)", file, len(b), rec, f.name)
+	}
+	if len(b) == 0 {
+		return fmt.Errorf("data: %s: empty, no %d-byte records", file, rec)
 	}
 	n := len(b) / rec
 	for i := 0; i < n; i++ {
@@ -165,6 +173,11 @@ func cifarNames(file string, b []byte, classes int) ([]string, error) {
 	return names, nil
 }
 
+// maxTarMember bounds the size of an archive member readTarGzMembers reads (CIFAR-100's
+// train.bin, the largest, is 153,700,000 bytes), so that a member declaring terabytes is
+// an error before it is read.
+const maxTarMember = 1 << 30
+
 // readTarGzMembers streams a .tar.gz archive and returns the regular members whose base
 // names are in wanted, keyed by base name.
 func readTarGzMembers(archive string, wanted []string) (map[string][]byte, error) {
@@ -197,9 +210,18 @@ func readTarGzMembers(archive string, wanted []string) (map[string][]byte, error
 		if _, dup := files[base]; dup {
 			return nil, fmt.Errorf("data: %s: two members named %s", archive, base)
 		}
+		for k := range h.PAXRecords {
+			// a GNU sparse member reads as h.Size bytes, mostly holes, from a few bytes
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				return nil, fmt.Errorf("data: %s:%s: sparse archive member (not a dataset file)", archive, base)
+			}
+		}
+		if h.Size > maxTarMember {
+			return nil, fmt.Errorf("data: %s:%s: member declares %d bytes, over the %d a dataset file may have", archive, base, h.Size, maxTarMember)
+		}
 		// io.ReadAll grows with the bytes actually read, not the declared h.Size.
 		if files[base], err = io.ReadAll(tr); err != nil {
-			return nil, fmt.Errorf("data: %s:%s: truncated archive member: %w", archive, h.Name, err)
+			return nil, fmt.Errorf("data: %s:%s: truncated archive member: %w", archive, base, err)
 		}
 	}
 }

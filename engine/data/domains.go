@@ -3,8 +3,6 @@ package data
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -48,7 +46,7 @@ func LoadDomains(name, root string, size int) (*Split, error) {
 }
 
 // loadDomains loads the named domains of root as the train set of a Split with an empty
-// test set, and checks that every domain holds images.
+// test set (LoadImageFolder checks that every domain holds images).
 func loadDomains(name, root string, domains []string, size int) (*Split, error) {
 	if err := checkFolder(name, root); err != nil {
 		return nil, err
@@ -57,14 +55,9 @@ func loadDomains(name, root string, domains []string, size int) (*Split, error) 
 	if err != nil {
 		return nil, err
 	}
-	for d, dn := range domains {
-		if !slices.Contains(x.Domains, int64(d)) {
-			return nil, fmt.Errorf("data: %s: %s has no images (.png, .jpg or .jpeg in its class folders)", name, filepath.Join(root, dn))
-		}
-	}
 	test := &Images{Name: name + "/test", C: x.C, H: x.H, W: x.W, Classes: x.Classes, ClassNames: x.ClassNames,
 		Domains: []int64{}, DomainNames: x.DomainNames}
-	return &Split{Train: x, Test: test}, nil
+	return newSplit(x, test)
 }
 
 // checkFolder says, naming the path, when root is not given, missing or not a folder.

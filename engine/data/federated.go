@@ -213,6 +213,9 @@ func partitionPool(x *Images, cfg PartitionConfig, r *rand.Rand) ([][]int, error
 func Concat(a, b *Images) *Images {
 	out := *a
 	out.Name = a.Name + "+" + b.Name
+	if a.Source != "" && b.Source != "" {
+		out.Source = a.Source + " and " + b.Source
+	}
 	out.N = a.N + b.N
 	out.Pixels = slices.Concat(a.Pixels, b.Pixels)
 	out.Labels = slices.Concat(a.Labels, b.Labels)

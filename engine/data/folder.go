@@ -19,6 +19,12 @@ import (
 // maxImagePixels bounds the declared width×height of an image before it is decoded.
 const maxImagePixels = 1 << 26
 
+// maxPixelsPerByte bounds the declared width×height of an image by its file size, so
+// that a few corrupt bytes cannot make the decoder allocate a huge image. No valid PNG
+// or JPEG comes near it: deflate expands at most 1032:1 (8256 pixels a byte for a 1-bit
+// PNG), and a JPEG spends at least a bit or two on each 8×8 block.
+const maxPixelsPerByte = 1 << 14
+
 // LoadImageFolder loads an image-classification folder: root holds one sub-folder per
 // class (class names are the sorted folder names) of PNG or JPEG images (.png, .jpg,
 // .jpeg, any case; other files and hidden files are skipped). Each image is converted
@@ -32,7 +38,7 @@ func LoadImageFolder(name, root string, size int) (*Images, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	x := &Images{Name: name, C: 3, H: size, W: size}
+	x := &Images{Name: name, Source: root, C: 3, H: size, W: size}
 	for _, e := range ents {
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
 			x.ClassNames = append(x.ClassNames, e.Name())
@@ -60,7 +66,9 @@ func LoadImageFolder(name, root string, size int) (*Images, error) {
 			x.Labels = append(x.Labels, int64(ci))
 		}
 	}
-	x.N = len(paths)
+	if x.N = len(paths); x.N == 0 {
+		return nil, fmt.Errorf("data: %s has no images (.png, .jpg or .jpeg in its class folders)", root)
+	}
 	if x.Pixels, err = loadImagesRGB(paths, size); err != nil {
 		return nil, err
 	}
@@ -114,16 +122,29 @@ func loadImageRGB(path string, size int) ([]uint8, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
+	return decodeImageRGB(path, b, size, maxImagePixels)
+}
+
+// decodeImageRGB decodes the image file path (its bytes b) and returns it as
+// 3×size×size CHW pixels; an image declaring more than maxPixels pixels is an error
+// before it is decoded.
+func decodeImageRGB(path string, b []byte, size, maxPixels int) ([]uint8, error) {
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: cannot decode image: %w", path, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxImagePixels/cfg.Height {
-		return nil, fmt.Errorf("data: %s: image declares %d×%d pixels (empty or over %d)", path, cfg.Width, cfg.Height, maxImagePixels)
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxPixels/cfg.Height {
+		return nil, fmt.Errorf("data: %s: image declares %d×%d pixels (empty or over %d)", path, cfg.Width, cfg.Height, maxPixels)
+	}
+	if cfg.Width*cfg.Height > maxPixelsPerByte*len(b) {
+		return nil, fmt.Errorf("data: %s: image declares %d×%d pixels in a file of %d bytes (truncated or corrupt)", path, cfg.Width, cfg.Height, len(b))
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: cannot decode image: %w", path, err)
+	}
+	if r := img.Bounds(); r.Dx() != cfg.Width || r.Dy() != cfg.Height {
+		return nil, fmt.Errorf("data: %s: image decodes to %d×%d pixels but declares %d×%d", path, r.Dx(), r.Dy(), cfg.Width, cfg.Height)
 	}
 	pix, h, w := imageToCHW(img)
 	return resizePIL(pix, 3, h, w, size, size), nil
@@ -172,10 +193,10 @@ func LoadDomainFolders(name, root string, domains []string, size int) (*Images, 
 			return nil, err
 		}
 		if all == nil {
-			all = &Images{Name: name, C: 3, H: size, W: size, Classes: x.Classes, ClassNames: x.ClassNames,
+			all = &Images{Name: name, Source: root, C: 3, H: size, W: size, Classes: x.Classes, ClassNames: x.ClassNames,
 				DomainNames: slices.Clone(domains)}
 		} else if !slices.Equal(x.ClassNames, all.ClassNames) {
-			return nil, fmt.Errorf("data: %s: domain %q has classes %v, domain %q has %v", root, d, x.ClassNames, domains[0], all.ClassNames)
+			return nil, fmt.Errorf("data: %s: domain %s has %s, domain %s has %s", root, clip(d), classDiff(x.ClassNames, all.ClassNames), clip(domains[0]), classDiff(all.ClassNames, x.ClassNames))
 		}
 		all.N += x.N
 		all.Pixels = append(all.Pixels, x.Pixels...)
@@ -188,4 +209,15 @@ func LoadDomainFolders(name, root string, domains []string, size int) (*Images, 
 		return nil, err
 	}
 	return all, nil
+}
+
+// classDiff describes class list a against b for a message: its size and its first class
+// not in b (class lists can be long).
+func classDiff(a, b []string) string {
+	for _, c := range a {
+		if !slices.Contains(b, c) {
+			return fmt.Sprintf("%d classes, among them %s", len(a), clip(c))
+		}
+	}
+	return fmt.Sprintf("%d classes", len(a))
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +39,8 @@ func readMaybeGzip(r io.Reader) ([]byte, error) {
 // ReadIDX reads an IDX file (the format of MNIST, Fashion-MNIST and EMNIST), gzipped or
 // not (told by the gzip magic, not the name): two zero bytes, a type byte, the number of
 // dimensions, big-endian uint32 dimensions, then the data. Only the uint8 type (0x08) is
-// supported. The data must be exactly as long as the dimensions say.
+// supported, with at most 3 dimensions (labels have 1, images 3). The data must be
+// exactly as long as the dimensions say.
 func ReadIDX(r io.Reader) (dims []int, data []uint8, err error) {
 	b, err := readMaybeGzip(r)
 	if err != nil {
@@ -56,8 +56,8 @@ func ReadIDX(r io.Reader) (dims []int, data []uint8, err error) {
 		return nil, nil, fmt.Errorf("unsupported IDX type byte 0x%02x (only 0x08, uint8)", b[2])
 	}
 	nd := int(b[3])
-	if nd == 0 {
-		return nil, nil, errors.New("IDX file declares 0 dimensions")
+	if nd == 0 || nd > maxIDXDims {
+		return nil, nil, fmt.Errorf("IDX file declares %d dimensions, want 1 (labels) or 3 (images)", nd)
 	}
 	if len(b) < 4+4*nd {
 		return nil, nil, fmt.Errorf("truncated IDX header: %d bytes for %d dimensions", len(b), nd)
@@ -69,13 +69,17 @@ func ReadIDX(r io.Reader) (dims []int, data []uint8, err error) {
 	}
 	size, ok := boundedProduct(dims, 1, len(body))
 	if !ok {
-		return nil, nil, fmt.Errorf("IDX dimensions %v declare more than the %d data bytes present (truncated)", dims, len(body))
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare more than the %d data bytes present (truncated)", dimsString(dims), len(body))
 	}
 	if size != len(body) {
-		return nil, nil, fmt.Errorf("IDX dimensions %v declare %d data bytes, file holds %d", dims, size, len(body))
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare %d data bytes, file holds %d", dimsString(dims), size, len(body))
 	}
 	return dims, body, nil
 }
+
+// maxIDXDims is the most dimensions ReadIDX accepts: pfl reads labels [N] and images
+// [N, H, W].
+const maxIDXDims = 3
 
 // boundedProduct returns item·Π dims and true when that is at most limit, without
 // overflowing; it returns false when the product exceeds limit.
@@ -124,12 +128,17 @@ func LoadIDX(name, imagesPath, labelsPath string, classes int) (*Images, error) 
 		return nil, err
 	}
 	if len(idims) != 3 {
-		return nil, fmt.Errorf("data: %s: images have %d dimensions %v, want 3 [N, H, W]", imagesPath, len(idims), idims)
+		return nil, fmt.Errorf("data: %s: images have %d dimensions %s, want 3 [N, H, W]", imagesPath, len(idims), dimsString(idims))
 	}
 	if len(ldims) != 1 {
-		return nil, fmt.Errorf("data: %s: labels have %d dimensions %v, want 1 [N]", labelsPath, len(ldims), ldims)
+		return nil, fmt.Errorf("data: %s: labels have %d dimensions %s, want 1 [N]", labelsPath, len(ldims), dimsString(ldims))
 	}
-	if idims[0] != ldims[0] {
+	switch {
+	case idims[0] == 0:
+		return nil, fmt.Errorf("data: %s holds no images", imagesPath)
+	case idims[1] == 0 || idims[2] == 0:
+		return nil, fmt.Errorf("data: %s: bad geometry: images of %d×%d pixels", imagesPath, idims[1], idims[2])
+	case idims[0] != ldims[0]:
 		return nil, fmt.Errorf("data: %s holds %d images but %s holds %d labels", imagesPath, idims[0], labelsPath, ldims[0])
 	}
 	labels := make([]int64, len(lab))
@@ -139,9 +148,9 @@ func LoadIDX(name, imagesPath, labelsPath string, classes int) (*Images, error) 
 		}
 		labels[i] = int64(l)
 	}
-	x := &Images{Name: name, N: idims[0], C: 1, H: idims[1], W: idims[2], Pixels: pix, Labels: labels, Classes: classes}
+	x := &Images{Name: name, Source: imagesPath, N: idims[0], C: 1, H: idims[1], W: idims[2], Pixels: pix, Labels: labels, Classes: classes}
 	if err := x.Validate(); err != nil {
-		return nil, fmt.Errorf("%w (from %s)", err, imagesPath)
+		return nil, err
 	}
 	return x, nil
 }
@@ -177,7 +186,7 @@ func LoadMNISTDir(name, dir string, classes int) (*Split, error) {
 			return nil, err
 		}
 	}
-	return &Split{Train: parts[0], Test: parts[1]}, nil
+	return newSplit(parts[0], parts[1])
 }
 
 // FashionMNIST loads Fashion-MNIST (10 classes of 28×28 greyscale clothes, 60,000 train

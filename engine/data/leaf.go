@@ -60,25 +60,25 @@ func readLEAF(path string, seqLen *int) (users []string, seqs map[string]Sequenc
 	for i, u := range f.Users {
 		d, ok := f.UserData[u]
 		if !ok {
-			return nil, nil, fmt.Errorf("data: %s: user %q has no user_data", path, u)
+			return nil, nil, fmt.Errorf("data: %s: user %s has no user_data", path, clip(u))
 		}
 		if _, dup := seqs[u]; dup {
-			return nil, nil, fmt.Errorf("data: %s: user %q listed twice", path, u)
+			return nil, nil, fmt.Errorf("data: %s: user %s listed twice", path, clip(u))
 		}
 		if n := f.NumSamples[i]; n != len(d.X) || n != len(d.Y) {
-			return nil, nil, fmt.Errorf("data: %s: user %q: num_samples %d but %d x and %d y", path, u, n, len(d.X), len(d.Y))
+			return nil, nil, fmt.Errorf("data: %s: user %s: num_samples %d but %d x and %d y", path, clip(u), n, len(d.X), len(d.Y))
 		}
 		var toks []int64
 		for j, x := range d.X {
 			y := d.Y[j]
 			if toks, err = encodePrintable(toks, x+y); err != nil {
-				return nil, nil, fmt.Errorf("data: %s: user %q: sample %d: %w", path, u, j, err)
+				return nil, nil, fmt.Errorf("data: %s: user %s: sample %d: %w", path, clip(u), j, err)
 			}
 			if *seqLen == 0 {
 				*seqLen = len(x) // x and y are ASCII now
 			}
 			if len(x) == 0 || len(x) != *seqLen || len(y) != 1 {
-				return nil, nil, fmt.Errorf("data: %s: user %q: sample %d has a %d-character x and a %d-character y, want %d and 1", path, u, j, len(x), len(y), *seqLen)
+				return nil, nil, fmt.Errorf("data: %s: user %s: sample %d has a %d-character x and a %d-character y, want %d and 1", path, clip(u), j, len(x), len(y), *seqLen)
 			}
 		}
 		seqs[u] = Sequences{Len: *seqLen, Tokens: toks}

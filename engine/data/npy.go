@@ -2,12 +2,13 @@ package data
 
 import (
 	"archive/zip"
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -31,45 +32,70 @@ func ReadNpy(r io.Reader) (*NpyArray, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
-		return nil, errors.New("bad .npy magic (want \\x93NUMPY) or truncated header")
+	return parseNpy(b)
+}
+
+// parseNpy parses the .npy file b; the array's Data is a sub-slice of b.
+func parseNpy(b []byte) (*NpyArray, error) {
+	a, start, size, err := npyHeader(b)
+	if err != nil {
+		return nil, err
 	}
-	var hlen, start uint64
+	a.Data = b[start:]
+	if uint64(len(a.Data)) < size {
+		return nil, fmt.Errorf(".npy shape %s of %s declares more than the %d data bytes present (truncated)", dimsString(a.Shape), a.Descr, len(a.Data))
+	}
+	if uint64(len(a.Data)) != size {
+		return nil, fmt.Errorf(".npy shape %s of %s declares %d data bytes, file holds %d", dimsString(a.Shape), a.Descr, size, len(a.Data))
+	}
+	return a, nil
+}
+
+// maxNpyData bounds the data size a .npy header may declare (1 TiB), so that sizes
+// stay far from overflowing.
+const maxNpyData = 1 << 40
+
+// errNpyHeaderLen is npyHeader's error for a header longer than the bytes given.
+var errNpyHeaderLen = errors.New("truncated .npy header")
+
+// npyHeader parses the preamble and header of the .npy file starting b (b need not hold
+// the data): the array without Data, where the data starts, and its declared size.
+func npyHeader(b []byte) (a *NpyArray, start, size uint64, err error) {
+	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+		return nil, 0, 0, errors.New("bad .npy magic (want \\x93NUMPY) or truncated header")
+	}
+	var hlen uint64
 	switch b[6] {
 	case 1:
 		hlen, start = uint64(binary.LittleEndian.Uint16(b[8:])), 10
 	case 2, 3:
 		if len(b) < 12 {
-			return nil, errors.New("truncated .npy header")
+			return nil, 0, 0, errors.New("truncated .npy header")
 		}
 		hlen, start = uint64(binary.LittleEndian.Uint32(b[8:])), 12
 	default:
-		return nil, fmt.Errorf("unsupported .npy format version %d.%d", b[6], b[7])
+		return nil, 0, 0, fmt.Errorf("unsupported .npy format version %d.%d", b[6], b[7])
 	}
 	if start+hlen > uint64(len(b)) {
-		return nil, fmt.Errorf("truncated .npy header: declares %d bytes, %d present", hlen, uint64(len(b))-start)
+		return nil, 0, 0, fmt.Errorf("%w: declares %d bytes, %d present", errNpyHeaderLen, hlen, uint64(len(b))-start)
 	}
-	a := &NpyArray{}
+	a = &NpyArray{}
 	var fortran bool
 	if a.Descr, fortran, a.Shape, err = parseNpyHeader(string(b[start : start+hlen])); err != nil {
-		return nil, fmt.Errorf("bad .npy header: %w", err)
+		return nil, 0, 0, fmt.Errorf("bad .npy header: %w", err)
 	}
 	if fortran {
-		return nil, errors.New(".npy array is in Fortran order; only C order is supported")
+		return nil, 0, 0, errors.New(".npy array is in Fortran order; only C order is supported")
 	}
 	item, ok := npyItemSize[a.Descr]
 	if !ok {
-		return nil, fmt.Errorf("unsupported .npy descr %q (want |u1, |b1, <i4, <i8, <f4 or <f8)", a.Descr)
+		return nil, 0, 0, fmt.Errorf("unsupported .npy descr %s (want |u1, |b1, <i4, <i8, <f4 or <f8)", clip(a.Descr))
 	}
-	a.Data = b[start+hlen:]
-	size, ok := boundedProduct(a.Shape, item, len(a.Data))
+	n, ok := boundedProduct(a.Shape, item, maxNpyData)
 	if !ok {
-		return nil, fmt.Errorf(".npy shape %v of %s declares more than the %d data bytes present (truncated)", a.Shape, a.Descr, len(a.Data))
+		return nil, 0, 0, fmt.Errorf(".npy shape %s of %s declares more than %d data bytes", dimsString(a.Shape), a.Descr, maxNpyData)
 	}
-	if size != len(a.Data) {
-		return nil, fmt.Errorf(".npy shape %v of %s declares %d data bytes, file holds %d", a.Shape, a.Descr, size, len(a.Data))
-	}
-	return a, nil
+	return a, start + hlen, uint64(n), nil
 }
 
 // Int64s returns the elements of an integer (|u1, <i4, <i8) or boolean (|b1, as 0 or
@@ -130,10 +156,10 @@ func parseNpyHeader(h string) (descr string, fortran bool, shape []int, err erro
 		case "shape":
 			shape, ok = p.tuple()
 		default:
-			return "", false, nil, fmt.Errorf("unknown key %q", key)
+			return "", false, nil, fmt.Errorf("unknown key %s", clip(key))
 		}
 		if !ok || seen[key] {
-			return "", false, nil, fmt.Errorf("bad or repeated value for %q", key)
+			return "", false, nil, fmt.Errorf("bad or repeated value for %s", clip(key))
 		}
 		seen[key] = true
 		if !p.eat(',') {
@@ -243,13 +269,23 @@ func LoadMedMNIST(name, path string, classes int) (*Split, error) {
 		return nil, fmt.Errorf("data: %s: not a readable .npz (zip) archive: %w", path, err)
 	}
 	defer zr.Close()
-	members := map[string]*zip.File{}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	z := &npzArchive{path: path, size: uint64(st.Size()), members: map[string]*zip.File{}}
 	for _, f := range zr.File {
-		members[f.Name] = f
+		if !strings.HasSuffix(f.Name, ".npy") {
+			continue
+		}
+		if z.members[f.Name] != nil {
+			return nil, fmt.Errorf("data: %s: two members named %s", path, clip(f.Name))
+		}
+		z.members[f.Name] = f
 	}
 	load := func(prefix string) (*Images, error) {
 		x := &Images{Name: name, Classes: classes}
-		if err := medMNISTPart(path, members, prefix, x); err != nil {
+		if err := z.part(prefix, x); err != nil {
 			return nil, err
 		}
 		return x, nil
@@ -258,53 +294,104 @@ func LoadMedMNIST(name, path string, classes int) (*Split, error) {
 	if err != nil {
 		return nil, err
 	}
-	if members["val_images.npy"] != nil || members["val_labels.npy"] != nil {
+	if z.members["val_images.npy"] != nil || z.members["val_labels.npy"] != nil {
 		val, err := load("val")
 		if err != nil {
 			return nil, err
 		}
 		if val.C != train.C || val.H != train.H || val.W != train.W {
-			return nil, fmt.Errorf("data: %s: val images are %d×%d×%d, train images %d×%d×%d", path, val.C, val.H, val.W, train.C, train.H, train.W)
+			return nil, fmt.Errorf("data: %s: val images are %s, train images %s", path, val.shape(), train.shape())
 		}
 		train.N += val.N
 		train.Pixels = append(train.Pixels, val.Pixels...)
 		train.Labels = append(train.Labels, val.Labels...)
+		train.Source = path + ":train_images.npy and val_images.npy"
 	}
 	test, err := load("test")
 	if err != nil {
 		return nil, err
 	}
 	train.Name, test.Name = name+"/train", name+"/test"
-	for _, x := range []*Images{train, test} {
-		if err := x.Validate(); err != nil {
-			return nil, fmt.Errorf("%w (from %s)", err, path)
-		}
-	}
-	return &Split{Train: train, Test: test}, nil
+	return newSplit(train, test)
 }
 
-// medMNISTPart reads prefix_images.npy and prefix_labels.npy of an .npz into x.
-func medMNISTPart(path string, members map[string]*zip.File, prefix string, x *Images) error {
+// npzMaxRatio bounds how much an .npz member may expand: deflate cannot expand more
+// than 1032:1, so a member declaring more is corrupt (or a zip bomb) and is refused
+// before it is read.
+const npzMaxRatio = 1100
+
+// npzArchive is an open .npz archive: its path, its size in bytes and its .npy members.
+type npzArchive struct {
+	path    string
+	size    uint64
+	members map[string]*zip.File
+}
+
+// maxNpyHeaderRead is how much of an .npz member is read before its .npy header is
+// parsed: NumPy writes headers of a few hundred bytes (and by default reads none over
+// 10,000).
+const maxNpyHeaderRead = 1 << 16
+
+// read reads the .npy member f. Its compressed size must fit in the archive and its
+// uncompressed size be within npzMaxRatio of that; its header is read first and must
+// declare that uncompressed size. Only then is the data read, into a buffer of exactly
+// that size, and its checksum checked. So memory stays within npzMaxRatio times the
+// archive's size, however the member's sizes lie.
+func (z *npzArchive) read(f *zip.File) (*NpyArray, error) {
+	where := z.path + ":" + f.Name
+	size := f.UncompressedSize64
+	if f.CompressedSize64 > z.size || size/npzMaxRatio > f.CompressedSize64 {
+		return nil, fmt.Errorf("data: %s: member declares %d bytes from %d compressed in a %d-byte archive (corrupt archive or zip bomb)", where, size, f.CompressedSize64, z.size)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", where, err)
+	}
+	defer rc.Close()
+	corrupt := func(err error) error {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("data: %s: corrupt archive member: %w", where, err)
+	}
+	head := make([]byte, min(size, maxNpyHeaderRead))
+	if _, err := io.ReadFull(rc, head); err != nil {
+		return nil, corrupt(err)
+	}
+	_, start, n, err := npyHeader(head)
+	if errors.Is(err, errNpyHeaderLen) && uint64(len(head)) < size {
+		return nil, fmt.Errorf("data: %s: .npy header over %d bytes", where, len(head))
+	} else if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", where, err)
+	}
+	if start+n != size {
+		return nil, fmt.Errorf("data: %s: member holds %d bytes but its .npy header declares %d", where, size, start+n)
+	}
+	b := make([]byte, size)
+	copy(b, head)
+	if _, err := io.ReadFull(rc, b[len(head):]); err != nil {
+		return nil, corrupt(err)
+	}
+	if extra, err := io.Copy(io.Discard, rc); err != nil || extra != 0 { // reading to EOF checks the CRC
+		return nil, corrupt(cmp.Or(err, errors.New("longer than declared")))
+	}
+	a, err := parseNpy(b)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", where, err)
+	}
+	return a, nil
+}
+
+// part reads prefix_images.npy and prefix_labels.npy of a MedMNIST .npz into x.
+func (z *npzArchive) part(prefix string, x *Images) error {
 	read := func(member string) (*NpyArray, string, error) {
-		where := path + ":" + member
-		f := members[member]
+		where := z.path + ":" + member
+		f := z.members[member]
 		if f == nil {
 			return nil, where, fmt.Errorf("data: %s: member missing", where)
 		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, where, fmt.Errorf("data: %s: %w", where, err)
-		}
-		defer rc.Close()
-		b, err := io.ReadAll(rc)
-		if err != nil {
-			return nil, where, fmt.Errorf("data: %s: corrupt archive member: %w", where, err)
-		}
-		a, err := ReadNpy(bytes.NewReader(b))
-		if err != nil {
-			return nil, where, fmt.Errorf("data: %s: %w", where, err)
-		}
-		return a, where, nil
+		a, err := z.read(f)
+		return a, where, err
 	}
 	im, iw, err := read(prefix + "_images.npy")
 	if err != nil {
@@ -314,6 +401,7 @@ func medMNISTPart(path string, members map[string]*zip.File, prefix string, x *I
 	if err != nil {
 		return err
 	}
+	x.Source = iw
 	pix, err := im.Uint8s()
 	if err != nil {
 		return fmt.Errorf("data: %s: %w", iw, err)
@@ -327,10 +415,16 @@ func medMNISTPart(path string, members map[string]*zip.File, prefix string, x *I
 		x.N, x.C, x.H, x.W = s[0], s[3], s[1], s[2]
 		x.Pixels = hwcToCHW(pix, x.N, x.H, x.W, x.C)
 	default:
-		return fmt.Errorf("data: %s: images have shape %v, want [N, H, W] or [N, H, W, 3]", iw, s)
+		return fmt.Errorf("data: %s: images have shape %s, want [N, H, W] or [N, H, W, 3]", iw, dimsString(s))
+	}
+	switch {
+	case x.N == 0:
+		return fmt.Errorf("data: %s holds no images", iw)
+	case x.H == 0 || x.W == 0:
+		return fmt.Errorf("data: %s: bad geometry: images of %d×%d pixels", iw, x.H, x.W)
 	}
 	if len(lb.Shape) == 0 || len(lb.Shape) > 2 || (len(lb.Shape) == 2 && lb.Shape[1] != 1) {
-		return fmt.Errorf("data: %s: labels have shape %v, want [N] or [N, 1] (multi-label sets are not supported)", lw, lb.Shape)
+		return fmt.Errorf("data: %s: labels have shape %s, want [N] or [N, 1] (multi-label sets are not supported)", lw, dimsString(lb.Shape))
 	}
 	if lb.Shape[0] != x.N {
 		return fmt.Errorf("data: %s holds %d labels for the %d images of %s", lw, lb.Shape[0], x.N, iw)

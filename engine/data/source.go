@@ -39,7 +39,7 @@ func Open(spec string) (*Split, error) {
 				return nil, fmt.Errorf("data: synthetic:%s: want a sample count of at least 10", path)
 			}
 		}
-		return &Split{Train: Synthetic("synthetic/train", n, 3, 32, 32, 10, 1), Test: Synthetic("synthetic/test", max(n/5, 10), 3, 32, 32, 10, 2)}, nil
+		return newSplit(Synthetic("synthetic/train", n, 3, 32, 32, 10, 1), Synthetic("synthetic/test", max(n/5, 10), 3, 32, 32, 10, 2))
 	}
 	return nil, fmt.Errorf("data: unknown dataset %q; choose fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, officehome:dir, domains:dir or synthetic[:n]", kind)
 }

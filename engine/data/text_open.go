@@ -25,8 +25,7 @@ func OpenText(spec string, seqLen int) (*Text, error) {
 	if kind != "shakespeare" || dir == "" {
 		return nil, fmt.Errorf("data: text dataset %q: want shakespeare:<dir>", spec)
 	}
-	trainJSON, _ := filepath.Glob(filepath.Join(dir, "train", "*.json"))
-	testJSON, _ := filepath.Glob(filepath.Join(dir, "test", "*.json"))
+	trainJSON, testJSON := jsonFiles(filepath.Join(dir, "train")), jsonFiles(filepath.Join(dir, "test"))
 	if len(trainJSON)+len(testJSON) == 0 {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("data: %s: not a directory (want FedTP's <role>/train.txt layout or LEAF's train/ and test/ JSON)", dir)
@@ -44,4 +43,17 @@ func OpenText(spec string, seqLen int) (*Text, error) {
 		return nil, fmt.Errorf("data: %s: LEAF sequences have %d characters, but the sequence length is set to %d", dir, l, seqLen)
 	}
 	return t, nil
+}
+
+// jsonFiles returns the .json files in dir, sorted; none when dir cannot be read.
+// (filepath.Glob would read pattern characters such as [ in dir as a pattern.)
+func jsonFiles(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
 }
