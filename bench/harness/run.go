@@ -1,21 +1,13 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"pfl/cuda"
-	"pfl/engine/data"
+	"pfl/engine/experiment"
 	"pfl/engine/fl"
-)
-
-// CIFAR-100's sizes cap the synthetic pools: clients beyond them share images (the
-// 100-client FedTP workload reads each image twice), as the content does not change the
-// work and a 100,000-image pool would only cost host time and device memory.
-const (
-	cifarTrain = 50000
-	cifarTest  = 10000
-	cifarSide  = 32
 )
 
 // Run runs w on dev: Warmup untimed rounds, Measure timed rounds, one untimed and one
@@ -80,42 +72,18 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		}
 	}
 
-	fed, train, test, err := upload(w, dev)
-	if err != nil {
-		return nil, err
-	}
-	defer train.Close()
-	defer test.Close()
-	build, err := w.Model.Builder(int64(w.Classes), dev)
-	if err != nil {
-		return nil, err
-	}
+	// The workload is an ordinary experiment config on the synthetic dataset, prepared by
+	// the code `pfl train` runs: the same data upload, model factory, precision mapping and
+	// algorithm registry.
 	cfg := w.experiment()
-	strat := cfg.Algorithm.Strategy()
-	// Rounds is one more than the rounds run, so Round never evaluates on its own: the
-	// evaluation is timed apart.
-	fc := fl.Config{Rounds: w.Warmup + w.Measure + 1, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
-		LR: w.LR, Momentum: w.Momentum, WeightDecay: w.WeightDecay, Seed: 1, Device: dev, Graphs: !w.Eager,
-		EvalChunk: w.EvalChunk}
-	matmul := "highest"
-	switch w.Precision {
-	case "", "fp32":
-	case "tf32":
-		matmul = "high"
-	case "bf16":
-		fc.Autocast = cuda.BFloat16
-	default:
-		return nil, fmt.Errorf("harness: %s: precision %q; want fp32, tf32 or bf16", w.Name, w.Precision)
-	}
-	if err := cuda.SetMatmulPrecision(matmul); err != nil {
-		return nil, err
-	}
-	defer cuda.SetMatmulPrecision("highest")
-	r, err := fl.New(fc, strat, fed, train, test, build)
+	cfg.Device = dev.String()
+	sess, err := experiment.Open(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %s: %w", w.Name, err)
 	}
-	defer r.Close()
+	defer sess.Close()
+	defer cuda.SetMatmulPrecision("highest") // the session set the workload's
+	r := sess.Run()
 	rep.Algorithm = r.Strategy().Name()
 
 	round := func(i int) (fl.RoundMetrics, time.Duration, error) {
@@ -180,47 +148,6 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	}
 	rep.measured(rounds, walls, evalTime, evalSamples)
 	return rep, nil
-}
-
-// upload makes w's synthetic CIFAR-100-shaped data, spreads it over the clients (client c
-// takes the next TrainPerClient images of the pool, wrapping around) and uploads it,
-// resized on the device when the model takes larger images.
-func upload(w Workload, dev cuda.Device) (*data.Federated, *data.DeviceImages, *data.DeviceImages, error) {
-	nTrain, nTest := min(w.Clients*w.TrainPerClient, cifarTrain), min(w.Clients*w.TestPerClient, cifarTest)
-	trainX := data.Synthetic("c100/train", nTrain, 3, cifarSide, cifarSide, w.Classes, 1)
-	testX := data.Synthetic("c100/test", nTest, 3, cifarSide, cifarSide, w.Classes, 2)
-	fed := &data.Federated{
-		Config: data.PartitionConfig{Method: data.MethodIID, Clients: w.Clients, Seed: 1},
-		Train:  trainX, Test: testX,
-		Part: data.Partition{Train: spread(w.Clients, w.TrainPerClient, nTrain), Test: spread(w.Clients, w.TestPerClient, nTest)},
-	}
-	up := data.UploadConfig{}
-	up.Mean, up.Std = data.ChannelStats(trainX)
-	if side := int(w.Model.Image); side > 0 && side != cifarSide {
-		up.Size = side
-	}
-	train, err := data.UploadWith(trainX, dev, up)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	test, err := data.UploadWith(testX, dev, up)
-	if err != nil {
-		train.Close()
-		return nil, nil, nil, err
-	}
-	return fed, train, test, nil
-}
-
-// spread gives each of clients per consecutive indices of a pool of n, wrapping around.
-func spread(clients, per, n int) [][]int {
-	parts := make([][]int, clients)
-	for c := range parts {
-		parts[c] = make([]int, per)
-		for j := range parts[c] {
-			parts[c][j] = (c*per + j) % n
-		}
-	}
-	return parts
 }
 
 func sum(xs []int) int {

@@ -9,6 +9,12 @@ import (
 	"pfl/engine/experiment"
 )
 
+// CIFAR-100's shape: the synthetic images' side and the official test set's size.
+const (
+	cifarSide = 32
+	cifarTest = 10000
+)
+
 // Workload is one benchmarked federated run: the full run's shape (what the GPU numbers
 // and the projection are for) and how many of its rounds to time.
 type Workload struct {
@@ -155,24 +161,46 @@ func (w Workload) Validate() error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("harness: %s: %w", w.Name, err)
 	}
+	if k := int(cfg.Train.Participation * float64(cfg.Data.Clients)); k != w.PerRound {
+		return fmt.Errorf("harness: %s: %d of %d clients per round is a participation the experiment reads as %d", w.Name, w.PerRound, w.Clients, k)
+	}
 	_, err := w.Model.Builder(int64(w.Classes), cuda.CPU)
 	return err
 }
 
-// experiment is w as an experiment config, so that the algorithm's options take
-// experiment's defaults and checks, and the strategy comes from the algorithm registry.
+// experiment is w as an experiment config, so that a benchmark runs the code `pfl train`
+// runs: synthetic CIFAR-100-shaped data (3×32×32 images of Classes classes; exactly
+// TrainPerClient and TestPerClient images per client through the IID split), resized on the
+// device when the model takes larger images; the model through the factory; the
+// algorithm from the registry with experiment's defaults; the precision and graph switches
+// as train.precision and train.eager. It runs Warmup + Measure rounds of a run one round
+// longer with no evaluation cadence, so no round evaluates on its own: the harness times
+// the evaluation apart.
 func (w Workload) experiment() experiment.Config {
 	cfg := experiment.DefaultConfig()
-	cfg.Name, cfg.Device = w.Name, "cpu"
+	cfg.Name, cfg.Device, cfg.Seed = w.Name, "cpu", 1
 	cfg.Algorithm.Name = w.Algorithm.Name // the workloads set the name and, for FedTP, what it generates
 	if len(w.Algorithm.Generate) > 0 {
 		cfg.Algorithm.Generate = w.Algorithm.Generate
 	}
-	cfg.Data.Dataset, cfg.Data.Clients = "synthetic", w.Clients
-	cfg.Model.Preset = w.Model.Preset
-	cfg.Train.Rounds, cfg.Train.Participation = w.Rounds, float64(w.PerRound)/float64(w.Clients)
-	cfg.Train.Epochs, cfg.Train.Batch, cfg.Train.LR = w.Epochs, w.Batch, w.LR
-	cfg.Train.Momentum, cfg.Train.WeightDecay, cfg.Train.EvalEvery = w.Momentum, w.WeightDecay, w.EvalEvery
+	if w.Algorithm.Hyper.Hidden > 0 {
+		cfg.Algorithm.Hyper.Hidden = w.Algorithm.Hyper.Hidden
+	}
+	d := &cfg.Data
+	d.Dataset = fmt.Sprintf("synthetic:%d:%d:%d", w.Clients*w.TrainPerClient, w.Classes, w.Clients*w.TestPerClient)
+	d.Clients, d.Partition, d.Normalize = w.Clients, "iid", "dataset"
+	if w.Model.Image > 0 && w.Model.Image != 32 {
+		d.ImageSize = int(w.Model.Image)
+	}
+	cfg.Model.Preset, cfg.Model.Depth = w.Model.Preset, w.Model.Depth
+	t := &cfg.Train
+	t.Rounds, t.Participation = w.Warmup+w.Measure+1, float64(w.PerRound)/float64(w.Clients)
+	t.Epochs, t.Batch, t.LR = w.Epochs, w.Batch, w.LR
+	t.Momentum, t.WeightDecay, t.EvalEvery, t.EvalChunk = w.Momentum, w.WeightDecay, 0, w.EvalChunk
+	t.Eager = w.Eager
+	if w.Precision != "" {
+		t.Precision = w.Precision
+	}
 	return cfg.Resolved()
 }
 

@@ -1,0 +1,32 @@
+package experiment
+
+import (
+	"context"
+
+	"pfl/engine/fl"
+)
+
+// Session is a prepared experiment with no run directory: the data on the device and the
+// federated run, ready for rounds. `pfl bench` drives its workloads through sessions, so a
+// benchmark times exactly the code `pfl train` runs (data upload, model factory, precision,
+// algorithm registry); Run adds the run directory, metrics, checkpoints and plots.
+type Session struct{ se *session }
+
+// Open validates cfg and prepares it (nothing is written).
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	cfg = cfg.Resolved()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	se, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{se: se}, nil
+}
+
+// Run is the session's federated run: Round, Evaluate, GraphStatus.
+func (s *Session) Run() *fl.Run { return s.se.run }
+
+// Close frees the run and the data.
+func (s *Session) Close() { s.se.close() }
