@@ -6,6 +6,7 @@ package experiment
 
 import (
 	"fmt"
+	"strings"
 
 	"pfl/engine/data"
 	"pfl/engine/fl"
@@ -73,8 +74,11 @@ type DataConfig struct {
 	ImageSize int `mapstructure:"image_size" json:"image_size"`
 	// Channels 3 repeats a grey dataset's channel (OrganAMNIST for an RGB ViT); 0 keeps it.
 	Channels int `mapstructure:"channels" json:"channels"`
-	// Normalize is "dataset" (the training set's channel mean and std) or "half" (mean = std
-	// = 0.5, FedPerfix's transform); default dataset.
+	// Normalize chooses each channel's mean and std: "dataset" (the training split's own
+	// statistics), "half" (0.5 and 0.5, FedPerfix's transform), "cifar10" or "cifar100" (the
+	// fixed constants FedTP's official code uses for those datasets, whatever the data), or
+	// "auto": the official code's constants for a CIFAR-10 or CIFAR-100 dataset, else the
+	// dataset's statistics. Default auto; config.json records what auto chose.
 	Normalize string `mapstructure:"normalize" json:"normalize"`
 	// SeqLen is the characters a text model reads per sequence (FedTP's layout: every
 	// window of SeqLen+1 characters is a sequence; FedTP's script uses 10); default 80,
@@ -97,7 +101,9 @@ type ModelConfig struct {
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
 	Name string  `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
-	Mu   float64 `mapstructure:"mu" json:"mu"`     // FedProx's proximal weight; default 0.01
+	// Mu is FedProx's proximal weight μ; default 1, the official FedTP code's --mu (the
+	// FedTP paper states none).
+	Mu   float64 `mapstructure:"mu" json:"mu"`
 	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
 	// paper's) or "ce" (plain cross-entropy); default balanced.
 	GenericLoss string `mapstructure:"generic_loss" json:"generic_loss"`
@@ -140,7 +146,9 @@ type TrainConfig struct {
 	// per round.
 	EvalChunk int `mapstructure:"eval_chunk" json:"eval_chunk"`
 	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std
-	// averages the evaluations of the last TailRounds rounds; default 200 (the paper's).
+	// averages the evaluations of rounds (1-based) >= rounds − TailRounds, as the official
+	// code's test_round = comm_round − 200 (41 evaluations at 1,500 rounds evaluated every
+	// 5); default 200 (the paper's).
 	TailRounds int  `mapstructure:"tail_rounds" json:"tail_rounds"`
 	Sequential bool `mapstructure:"sequential" json:"sequential"` // train sampled clients one at a time (reference path)
 	// Precision is fp32 (float32 throughout), tf32 (float32, with CUDA matmuls in TF32;
@@ -164,9 +172,9 @@ func DefaultConfig() Config {
 	return Config{
 		Out: "runs", Device: "cpu", Seed: 1,
 		Data: DataConfig{Dataset: "fashion-mnist", Clients: 50, Partition: "dirichlet", Convention: "fedtp",
-			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "dataset", SeqLen: 80},
+			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "auto", SeqLen: 80},
 		Model: ModelConfig{Preset: "convnet"},
-		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 0.01, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
+		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
@@ -182,6 +190,9 @@ func (c Config) Resolved() Config {
 	if c.Name == "" {
 		c.Name = c.Algorithm.Name + "-" + c.Model.Preset
 	}
+	if c.Data.Normalize == "auto" {
+		c.Data.Normalize = autoNormalize(c.Data.Dataset)
+	}
 	lr := c.Train.LR
 	if c.Novel.LR == nil {
 		c.Novel.LR = &lr
@@ -190,6 +201,24 @@ func (c Config) Resolved() Config {
 		c.Algorithm.Hyper.LR = &lr
 	}
 	return c
+}
+
+// normalizations are the fixed per-channel constants data.normalize may name: FedTP's
+// official code normalizes CIFAR-10 and CIFAR-100 with these whatever the data.
+var normalizations = map[string][2][]float64{
+	"cifar10":  {{0.4914, 0.4822, 0.4465}, {0.2023, 0.1994, 0.2010}},
+	"cifar100": {{0.5071, 0.4865, 0.4409}, {0.2673, 0.2564, 0.2762}},
+	"half":     {{0.5}, {0.5}}, // per stored channel, repeated
+}
+
+// autoNormalize is what data.normalize: auto means for a dataset spec.
+func autoNormalize(dataset string) string {
+	kind, _, _ := strings.Cut(dataset, ":")
+	switch kind {
+	case "cifar10", "cifar100":
+		return kind
+	}
+	return "dataset"
 }
 
 // lrOf reads an optional learning rate that Resolved has filled.

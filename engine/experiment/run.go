@@ -188,12 +188,10 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	}
 	se := &session{manifest: fed.WriteManifest}
 	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}
-	if cfg.Data.Normalize == "half" {
-		up.Mean, up.Std = make([]float64, sp.Train.C), make([]float64, sp.Train.C)
-		for i := range up.Mean {
-			up.Mean[i], up.Std[i] = 0.5, 0.5
-		}
-	} else {
+	if up.Mean, up.Std, err = normalization(cfg.Data, sp.Train.C); err != nil {
+		return nil, err
+	}
+	if up.Mean == nil {
 		up.Mean, up.Std = data.ChannelStats(sp.Train)
 	}
 	ch, h, w := up.Shape(sp.Train)
@@ -440,7 +438,9 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 			continue
 		}
 		last = m.Eval
-		if m.Round >= len(h)-tailRounds {
+		// the official code averages the evaluations of rounds (1-based) >= test_round =
+		// rounds - 200: 41 evaluations at 1,500 rounds, every 5, from round 1,300 on
+		if m.Round+1 >= len(h)-tailRounds {
 			tail = append(tail, m.Eval.Micro)
 		}
 	}
@@ -473,6 +473,23 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	s.TailStd = math.Sqrt(s.TailStd)
 	s.TailEvals = len(tail)
 	return s
+}
+
+// normalization is data.normalize's fixed constants for images of ch stored channels (nil
+// for "dataset": the caller computes the training split's statistics). Three constants
+// need three channels, stored or made by data.channels: 3.
+func normalization(d DataConfig, ch int) (mean, std []float64, err error) {
+	c, ok := normalizations[d.Normalize]
+	if !ok {
+		return nil, nil, nil
+	}
+	if len(c[0]) == 1 {
+		return slices.Repeat(c[0], ch), slices.Repeat(c[1], ch), nil
+	}
+	if ch != len(c[0]) && d.Channels != len(c[0]) {
+		return nil, nil, fmt.Errorf("data.normalize: %s has %d channels' constants, the images %d (data.channels: 3 repeats a grey channel)", d.Normalize, len(c[0]), ch)
+	}
+	return c[0], c[1], nil
 }
 
 // spec is the model config as a model.Spec, without the data's geometry.

@@ -130,7 +130,7 @@ func (c Config) validateData(k *checker) {
 	if d.Channels != 0 && d.Channels != 3 {
 		k.fail("data.channels", "%d; want 0 (as stored) or 3 (repeat a grey channel)", d.Channels)
 	}
-	k.oneOf("data.normalize", d.Normalize, "dataset", "half")
+	k.oneOf("data.normalize", d.Normalize, "auto", "dataset", "half", "cifar10", "cifar100")
 	k.atLeast("data.seq_len", int64(d.SeqLen), 1)
 }
 

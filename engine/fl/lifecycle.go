@@ -15,6 +15,7 @@ type hooks struct {
 	predict   Predictor
 	memory    Memorizer
 	state     Stateful
+	every     bool // EveryRound: every client trains every round
 }
 
 func hooksOf(s Strategy) hooks {
@@ -34,6 +35,9 @@ func hooksOf(s Strategy) hooks {
 		h.memory = nil // a KNN of no neighbours is no vote
 	}
 	h.state, _ = s.(Stateful)
+	if e, ok := s.(EveryRound); ok {
+		h.every = e.EveryClient()
+	}
 	return h
 }
 

@@ -77,6 +77,10 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 	if err := cfg.Validate(len(r.trainable)); err != nil {
 		return nil, err
 	}
+	if r.hooks.every {
+		cfg.PerRound = len(r.trainable)
+		r.cfg = cfg
+	}
 	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: cfg.Seed, Purpose: "init", Round: -1, Client: -1}), cfg.Device)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@
 //     client), generated (Generative.Generated: made by the server for each client), or
 //     shared (averaged).
 //
-// Each round (Run.Round), for the K sampled clients:
+// Each round (Run.Round), for the K sampled clients (EveryRound: all of them):
 //  1. Prepare: the stacked model's row k becomes client k's model: the global shared
 //     values, the client's personal rows, and Generative.Generate's parameters.
 //  2. Local training, phase by phase (Phased.Phases; default one phase of the configured
@@ -121,6 +121,13 @@ type Aggregator interface {
 type Predictor interface {
 	Strategy
 	Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor
+}
+
+// EveryRound is a Strategy whose rounds train every client that can train, whatever the
+// configured clients per round (Local, as FedTP's official local training).
+type EveryRound interface {
+	Strategy
+	EveryClient() bool
 }
 
 // allParams trains every parameter.

@@ -212,13 +212,17 @@ func (m *ViT) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	return m.Head(s, m.Features(s, x, pass), pass)
 }
 
-// Head is the linear classifier over features [K, B, Dim].
+// Head is the classifier over features [K, B, Dim]: the final LayerNorm, then the linear
+// layer (FedTP's mlp_head = LayerNorm → Linear; timm's norm then head, the norm being per
+// token, gives the same on the class token).
 func (m *ViT) Head(s *cuda.Scope, f *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	f = layerNorm(s, f, pass.w(m.normW), pass.w(m.normB), m.Cfg.Eps)
 	return linear(s, f, pass.w(m.headW), pass.w(m.headB))
 }
 
-// Features maps images x [K, B, C, H, W] to the normalized class token [K, B, Dim] that
-// the head reads.
+// Features maps images x [K, B, C, H, W] to the class token after the last block, before
+// the final LayerNorm [K, B, Dim]: what FedTP's official ViT returns as its feature
+// (produce_feature), which FedTP+KNN's memory and FedRoD's personal head read.
 func (m *ViT) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	c := m.Cfg
 	if s.Err() != nil {
@@ -247,7 +251,6 @@ func (m *ViT) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	for i := range m.blocks {
 		h = m.block(s, &m.blocks[i], h, pass)
 	}
-	h = layerNorm(s, h, pass.w(m.normW), pass.w(m.normB), c.Eps)
 	return s.Select(h, 2, 0)
 }
 
