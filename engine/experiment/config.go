@@ -66,6 +66,11 @@ type DataConfig struct {
 	// all. For demos and quick checks.
 	TrainSamples int `mapstructure:"train_samples" json:"train_samples"`
 	TestSamples  int `mapstructure:"test_samples" json:"test_samples"`
+	// Stratified makes those subsets keep the same number of images of every class.
+	Stratified bool `mapstructure:"stratified" json:"stratified"`
+	// PadTo zero-pads every image to PadTo×PadTo on the host, centred, before anything
+	// else (28×28 Fashion-MNIST packed into CIFAR's 32×32 layout); 0 keeps the stored size.
+	PadTo int `mapstructure:"pad_to" json:"pad_to"`
 	// TrainFrac is each client's training share under the fedperfix convention; default
 	// 0.75 (FedPerfix's CIFAR-100 and OrganAMNIST; its Office-Home uses 0.85).
 	TrainFrac float64 `mapstructure:"train_frac" json:"train_frac"`

@@ -173,11 +173,19 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data.dataset: %w", err)
 	}
-	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train"); err != nil {
+	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train", cfg.Data.Stratified); err != nil {
 		return nil, fmt.Errorf("data.train_samples: %w", err)
 	}
-	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test"); err != nil {
+	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test", cfg.Data.Stratified); err != nil {
 		return nil, fmt.Errorf("data.test_samples: %w", err)
+	}
+	if cfg.Data.PadTo > 0 {
+		if sp.Train, err = data.PadTo(sp.Train, cfg.Data.PadTo); err == nil {
+			sp.Test, err = data.PadTo(sp.Test, cfg.Data.PadTo)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("data.pad_to: %w", err)
+		}
 	}
 	if err := interrupted(ctx, "loading the data"); err != nil {
 		return nil, err

@@ -124,6 +124,10 @@ func (c Config) validateData(k *checker) {
 		k.fail("data.train_frac", "1 leaves no test split; want a fraction in (0, 1)")
 	}
 	k.atLeast("data.image_size", int64(d.ImageSize), 0)
+	k.atLeast("data.pad_to", int64(d.PadTo), 0)
+	if d.PadTo > 4096 {
+		k.fail("data.pad_to", "%d, want <= 4096 (0 keeps the stored size)", d.PadTo)
+	}
 	if d.ImageSize > 4096 {
 		k.fail("data.image_size", "%d, want <= 4096 (0 keeps the stored size)", d.ImageSize)
 	}
