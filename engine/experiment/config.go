@@ -105,10 +105,10 @@ type ModelConfig struct {
 
 // AlgorithmConfig selects the federated algorithm.
 type AlgorithmConfig struct {
-	Name string  `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
+	Name string `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
 	// Mu is FedProx's proximal weight μ; default 1, the official FedTP code's --mu (the
 	// FedTP paper states none).
-	Mu   float64 `mapstructure:"mu" json:"mu"`
+	Mu float64 `mapstructure:"mu" json:"mu"`
 	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
 	// paper's) or "ce" (plain cross-entropy); default balanced.
 	GenericLoss string `mapstructure:"generic_loss" json:"generic_loss"`
