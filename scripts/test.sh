@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The tests: build everything, then vet, run every test, and run each benchmark a few
-# times so that benchmarks cannot rot (their numbers come from `go test -bench` runs and
-# bench/gpu.sh, recorded in bench/RESULTS.md).
+# The tests: build everything, then vet, run every test, run every fuzz target briefly,
+# and run each benchmark a few times so that benchmarks cannot rot (their numbers come from
+# `go test -bench` runs and bench/gpu.sh, recorded in bench/RESULTS.md). build.sh installs
+# Fashion-MNIST, so here a test that needs it fails rather than skips when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -12,6 +13,8 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1
 fi
+export PFL_REQUIRE_TEST_DATA=1
 go test -count=1 ./...
+bash scripts/fuzz.sh
 go test -count=1 -run '^$' -bench . -benchtime 3x ./... >/dev/null
 echo "pfl: benchmarks ran"
