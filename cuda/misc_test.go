@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"pfl/cuda"
 )
@@ -72,14 +71,19 @@ func TestUnclosedKeptTensorIsReportedNotFreed(t *testing.T) {
 		s.Keep(s.Zeros(cuda.Float32, cuda.CPU, 8)) // kept, then dropped without Close
 		s.Close()
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for cuda.Leaks() == leaks && time.Now().Before(deadline) {
+	// The tensor is unreachable now, so the first collection queues its cleanup, which
+	// then runs on the runtime's cleanup goroutine; yielding after each collection lets
+	// it run. Bounded by a count of collections, not by time: a busy machine only slows
+	// each one down. 1000 is far more than needed (one or two suffice when idle).
+	gcs := 0
+	for ; cuda.Leaks() == leaks && gcs < 1000; gcs++ {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+		runtime.Gosched()
 	}
 	if cuda.Leaks() != leaks+1 {
-		t.Fatalf("leaks %d -> %d, want one more", leaks, cuda.Leaks())
+		t.Fatalf("leaks %d -> %d after %d collections, want one more", leaks, cuda.Leaks(), gcs)
 	}
+	t.Logf("the leak was reported after %d collections", gcs)
 	// The collector only reports: the handle is still live (finalizers never free).
 	if cuda.LiveTensors() != base+1 {
 		t.Fatalf("live tensors %d, want %d", cuda.LiveTensors(), base+1)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"pfl/engine/internal/testenv"
 )
 
 // idxBytes builds an IDX file of the given type byte, dimensions and data.
@@ -176,9 +178,7 @@ func TestFashionMNISTMissing(t *testing.T) {
 }
 
 func TestFashionMNIST(t *testing.T) {
-	if _, err := os.Stat(FashionMNISTDir); err != nil {
-		t.Skipf("%s not installed", FashionMNISTDir)
-	}
+	testenv.RequireData(t, FashionMNISTDir, "apt-get install dataset-fashion-mnist")
 	s, err := FashionMNIST("")
 	if err != nil {
 		t.Fatal(err)

@@ -24,8 +24,9 @@ const checkpointFile = "checkpoint.safetensors"
 const checkpointFormat = "pfl-checkpoint-2"
 
 // checkpointHook, when set (by tests), wraps the checkpoint's writer at stage "write" and is
-// called at stage "rename" once the temporary file is complete, before it replaces the old
-// checkpoint: the points where a killed process must leave a usable run behind.
+// called at stage "rename" once the temporary file is complete and synced, just before it
+// replaces the old checkpoint: the points where a killed process must leave a usable run
+// behind.
 var checkpointHook func(stage string, w io.Writer) io.Writer
 
 // checkpoint writes the run's state and history atomically.
@@ -49,13 +50,9 @@ func checkpoint(dir string, cfg Config, run *fl.Run) error {
 		return safetensors.WriteFile(path, state, meta)
 	}
 	// The hooked path writes the same bytes through the same atomic temp-and-rename steps.
-	err = atomicfile.Write(path, func(w io.Writer) error {
-		if err := safetensors.Write(checkpointHook("write", w), state, meta); err != nil {
-			return err
-		}
-		checkpointHook("rename", nil)
-		return nil
-	})
+	err = atomicfile.WriteHooked(path, func(w io.Writer) error {
+		return safetensors.Write(checkpointHook("write", w), state, meta)
+	}, func() { checkpointHook("rename", nil) })
 	if err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/engine/internal/testenv"
 )
 
 func TestRunWritesTheRunDirectory(t *testing.T) {
@@ -135,9 +137,7 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
 		Algorithm: AlgorithmConfig{Name: "vanilla-attn"},
 		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}})
-	if _, err := os.Stat("/usr/share/datasets/fashion-mnist"); err != nil {
-		t.Skip("Fashion-MNIST not installed")
-	}
+	testenv.RequireData(t, "/usr/share/datasets/fashion-mnist", "apt-get install dataset-fashion-mnist")
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)

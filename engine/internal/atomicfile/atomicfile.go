@@ -13,7 +13,14 @@ import (
 
 // Write creates path atomically with the bytes fill writes. On any error the temporary
 // file is removed and path is left as it was.
-func Write(path string, fill func(io.Writer) error) (err error) {
+func Write(path string, fill func(io.Writer) error) error {
+	return WriteHooked(path, fill, nil)
+}
+
+// WriteHooked is Write that calls beforeRename (when not nil) once the temporary file is
+// complete and synced, just before it replaces path: the point where a process killed
+// must leave the old file in place (tests stop there).
+func WriteHooked(path string, fill func(io.Writer) error, beforeRename func()) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -42,6 +49,9 @@ func Write(path string, fill func(io.Writer) error) (err error) {
 	}
 	if err := tmp.Close(); err != nil {
 		return err
+	}
+	if beforeRename != nil {
+		beforeRename()
 	}
 	return os.Rename(tmp.Name(), path)
 }
