@@ -10,8 +10,9 @@ import (
 )
 
 // KNN is FedTP+KNN's evaluation (FedTP §IV-B.6, Table VI; official code's --k_neighbor):
-// each client embeds its own training images with its personalized model (the features the
-// head reads), and every test image takes a vote of its K nearest training features by
+// each client embeds its own training images with its personalized model (model.Headed's
+// Features: for the ViT, the class token before the head's LayerNorm, what the official
+// code's produce_feature returns), and every test image takes a vote of its K nearest training features by
 // squared L2 distance (what FAISS's IndexFlatL2 returns), each neighbour weighted by
 // exp(−d/dim); the normalized vote is mixed with the model's softmax as
 // Weight·vote + (1 − Weight)·softmax. Training is unchanged.
