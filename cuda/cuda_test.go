@@ -4,23 +4,11 @@ import (
 	"testing"
 
 	"pfl/cuda"
+	"pfl/internal/testenv"
 )
 
-// requireCUDA skips unless the native library was built with CUDA and sees a device.
-func requireCUDA(t *testing.T) cuda.Device {
-	t.Helper()
-	info, err := cuda.Capabilities()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !info.CUDAAvailable {
-		t.Skipf("no CUDA (library %s, torch %s, built with CUDA: %v)", info.LibraryPath, info.TorchVersion, info.HasCUDA)
-	}
-	return cuda.CUDA(0)
-}
-
 func TestCUDADeviceInfo(t *testing.T) {
-	dev := requireCUDA(t)
+	dev := testenv.RequireCUDA(t)
 	n, err := cuda.CUDADeviceCount()
 	if err != nil || n < 1 {
 		t.Fatalf("device count %d, %v", n, err)
@@ -54,7 +42,7 @@ func TestCUDADeviceInfo(t *testing.T) {
 // autograd.grad, foreach update) issued op by op from Go, replays it, and compares the
 // parameters with the same steps run eagerly.
 func TestCUDAGraphReplayMatchesEager(t *testing.T) {
-	dev := requireCUDA(t)
+	dev := testenv.RequireCUDA(t)
 	const steps, lr = 5, 0.1
 	err := cuda.Pinned(func() error {
 		host := newScope(t)
@@ -149,7 +137,7 @@ func TestCUDAGraphReplayMatchesEager(t *testing.T) {
 // Reseed: every replay must equal the eager draw of a new generator with that seed, which
 // is what lets one captured training step serve every round.
 func TestCUDAGraphFollowsReseededGenerator(t *testing.T) {
-	dev := requireCUDA(t)
+	dev := testenv.RequireCUDA(t)
 	err := cuda.Pinned(func() error {
 		eager := func(seed uint64) []float64 {
 			g, err := cuda.NewGenerator(seed, dev)
@@ -217,7 +205,7 @@ func TestCUDAGraphFollowsReseededGenerator(t *testing.T) {
 }
 
 func TestCUDABF16Autocast(t *testing.T) {
-	dev := requireCUDA(t)
+	dev := testenv.RequireCUDA(t)
 	testAutocast(t, dev)
 }
 

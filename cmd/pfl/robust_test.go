@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"pfl/cuda"
+	"pfl/internal/testenv"
 )
 
 // childEnv makes the test binary act as the pfl command (TestMain), so that each
@@ -75,7 +76,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		t.Fatalf("the reference run failed:\n%s", r.output)
 	}
 	base := filepath.Join(tmp, "base")
-	before := snapshot(t, base)
+	before := testenv.Snapshot(t, base)
 	write := func(name, text string) string {
 		p := filepath.Join(tmp, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -127,7 +128,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 			if r.code != c.code || !strings.Contains(r.output, c.mention) {
 				t.Fatalf("pfl %v: exit %d, output:\n%s\nwant exit %d and a message naming %q", c.args, r.code, r.output, c.code, c.mention)
 			}
-			sameFiles(t, before, snapshot(t, base))
+			testenv.SameFiles(t, before, testenv.Snapshot(t, base))
 			if _, err := os.Stat(filepath.Join(tmp, "a")); err == nil {
 				t.Fatalf("the refused run left %s behind", filepath.Join(tmp, "a"))
 			}
@@ -237,34 +238,4 @@ func wd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// snapshot reads every file under dir.
-func snapshot(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		files[p] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-func sameFiles(t *testing.T, before, after map[string][]byte) {
-	t.Helper()
-	if len(before) != len(after) {
-		t.Fatalf("%d files before, %d after", len(before), len(after))
-	}
-	for p, b := range before {
-		if !bytes.Equal(b, after[p]) {
-			t.Fatalf("%s changed", p)
-		}
-	}
 }

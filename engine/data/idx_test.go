@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"pfl/engine/internal/testenv"
+	"pfl/internal/testenv"
 )
 
 // idxBytes builds an IDX file of the given type byte, dimensions and data.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"pfl/engine/internal/testenv"
+	"pfl/internal/testenv"
 )
 
 func TestRunWritesTheRunDirectory(t *testing.T) {

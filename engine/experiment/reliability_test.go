@@ -12,42 +12,13 @@ import (
 
 	"pfl/engine/fl"
 	"pfl/engine/safetensors"
+	"pfl/internal/testenv"
 )
 
 // smallRun is a few seconds of training on synthetic data.
 func smallRun(out, name string) Config {
 	return filled(Config{Name: name, Out: out, Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
 		Train: TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1, CheckpointEvery: 1}})
-}
-
-// snapshot reads every file under dir.
-func snapshot(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		files[p] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-func sameFiles(t *testing.T, before, after map[string][]byte) {
-	t.Helper()
-	if len(before) != len(after) {
-		t.Fatalf("%d files before, %d after", len(before), len(after))
-	}
-	for p, b := range before {
-		if !bytes.Equal(b, after[p]) {
-			t.Fatalf("%s changed", p)
-		}
-	}
 }
 
 func TestExplicitZerosAreHonoured(t *testing.T) {
@@ -113,7 +84,7 @@ func TestExistingRunIsRefusedAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(out, "kept")
-	before := snapshot(t, dir)
+	before := testenv.Snapshot(t, dir)
 	bad := cfg
 	bad.Data.ImageSize = 8 // the convnet cannot take it
 	for _, c := range []struct {
@@ -128,7 +99,7 @@ func TestExistingRunIsRefusedAndKept(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("error %v, want one containing %q", err, c.want)
 		}
-		sameFiles(t, before, snapshot(t, dir))
+		testenv.SameFiles(t, before, testenv.Snapshot(t, dir))
 	}
 	if _, err := RunWith(context.Background(), cfg, Options{Overwrite: true}); err != nil {
 		t.Fatalf("--overwrite: %v", err)

@@ -7,8 +7,8 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
-	"pfl/engine/internal/testenv"
 	"pfl/engine/model"
+	"pfl/internal/testenv"
 )
 
 func TestWeightsAndWeightedMean(t *testing.T) {

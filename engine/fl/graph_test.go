@@ -7,20 +7,8 @@ import (
 	"pfl/cuda"
 	"pfl/engine/data"
 	"pfl/engine/model"
+	"pfl/internal/testenv"
 )
-
-// requireCUDA skips unless the native library has CUDA and sees a device.
-func requireCUDA(t *testing.T) cuda.Device {
-	t.Helper()
-	info, err := cuda.Capabilities()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !info.CUDAAvailable {
-		t.Skipf("no CUDA (torch %s, built with CUDA: %v)", info.TorchVersion, info.HasCUDA)
-	}
-	return cuda.CUDA(0)
-}
 
 // TestGraphsAreIgnoredOnTheCPU: Graphs on the CPU runs the same eager steps (equal
 // losses) and captures nothing.
@@ -58,7 +46,7 @@ func TestGraphsAreIgnoredOnTheCPU(t *testing.T) {
 // (float32; replays run the same kernels, so only a kernel choice could differ), and hold
 // device memory and live handles constant from the third round (the first evaluated) on.
 func TestCUDAGraphRoundsEqualEager(t *testing.T) {
-	dev := requireCUDA(t)
+	dev := testenv.RequireCUDA(t)
 	st := newSetupOn(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3, NoiseMax: 0.2}, dev)
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
 		c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 32, Depth: 2, Heads: 2, HeadDim: 16, MLP: 48, Classes: 4, Eps: 1e-5, Dropout: 0.1}
