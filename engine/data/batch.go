@@ -176,13 +176,14 @@ func (p *Plan) Upload(dev cuda.Device, noiseStd []float64) (*DevicePlan, error) 
 			return nil, fmt.Errorf("data: plan: %d noise levels for %d clients", len(noiseStd), p.K)
 		}
 		d.noiseStd = s.To(cuda.FromSlice(s, dev, noiseStd, int64(p.K), 1, 1, 1, 1), cuda.Float32)
-		for _, id := range p.Clients {
-			g, err := cuda.NewGenerator(noiseSeed(p.Config, id), dev)
-			if err != nil {
-				d.Close()
-				return nil, err
-			}
-			d.noise = append(d.noise, g)
+		seeds := make([]uint64, len(p.Clients))
+		for i, id := range p.Clients {
+			seeds[i] = noiseSeed(p.Config, id)
+		}
+		var err error
+		if d.noise, err = noiseStreams(dev, seeds); err != nil {
+			d.Close()
+			return nil, err
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -220,13 +221,10 @@ func NewStaticPlan(dev cuda.Device, capacity, k, b int, noise bool) (*DevicePlan
 	if noise {
 		d.noiseStd = s.Zeros(cuda.Float32, dev, int64(k), 1, 1, 1, 1)
 		keep = append(keep, d.noiseStd)
-		for range k {
-			g, err := cuda.NewGenerator(0, dev)
-			if err != nil {
-				d.Close()
-				return nil, err
-			}
-			d.noise = append(d.noise, g)
+		var err error
+		if d.noise, err = noiseStreams(dev, make([]uint64, k)); err != nil { // reseeded by Load
+			d.Close()
+			return nil, err
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -401,4 +399,21 @@ func toF32(v []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// noiseStreams makes one feature-noise generator per client row, seeded with seeds; on an
+// error it closes the ones it made.
+func noiseStreams(dev cuda.Device, seeds []uint64) ([]*cuda.Generator, error) {
+	gens := make([]*cuda.Generator, 0, len(seeds))
+	for _, seed := range seeds {
+		g, err := cuda.NewGenerator(seed, dev)
+		if err != nil {
+			for _, g := range gens {
+				g.Close()
+			}
+			return nil, err
+		}
+		gens = append(gens, g)
+	}
+	return gens, nil
 }
