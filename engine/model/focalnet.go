@@ -180,8 +180,7 @@ func (m *FocalNet) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Ten
 	if s.Err() != nil {
 		return nil
 	}
-	if x.Dim() != 5 || x.Size(0) != int64(m.params.K) || x.Size(2) != c.Channels || x.Size(3) != c.Image || x.Size(4) != c.Image {
-		s.Fail(fmt.Errorf("focalnet: input %v, want [%d B %d %d %d]", x.Shape(), m.params.K, c.Channels, c.Image, c.Image))
+	if !checkImages(s, "focalnet", x, m.params.K, c.Channels, c.Image) {
 		return nil
 	}
 	h := conv2d(s, x, pass.w(m.stemW), pass.w(m.stemB), cuda.Conv2dOptions{Stride: [2]int64{c.Patch, c.Patch}})

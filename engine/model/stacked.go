@@ -201,3 +201,13 @@ func dropout(s *cuda.Scope, x *cuda.Tensor, p float64, pass *Pass) *cuda.Tensor 
 	}
 	return s.Dropout(pass.gen(), x, p, true)
 }
+
+// checkImages records in s an error naming the model unless x is a client-stacked batch of
+// images [k, B, ch, side, side], and reports whether it is.
+func checkImages(s *cuda.Scope, model string, x *cuda.Tensor, k int, ch, side int64) bool {
+	if x.Dim() != 5 || x.Size(0) != int64(k) || x.Size(2) != ch || x.Size(3) != side || x.Size(4) != side {
+		s.Fail(fmt.Errorf("%s: input %v, want [%d B %d %d %d]", model, x.Shape(), k, ch, side, side))
+		return false
+	}
+	return true
+}

@@ -228,8 +228,7 @@ func (m *ViT) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	if s.Err() != nil {
 		return nil
 	}
-	if x.Dim() != 5 || x.Size(0) != int64(m.params.K) || x.Size(2) != c.Channels || x.Size(3) != c.Image || x.Size(4) != c.Image {
-		s.Fail(fmt.Errorf("vit: input %v, want [%d B %d %d %d]", x.Shape(), m.params.K, c.Channels, c.Image, c.Image))
+	if !checkImages(s, "vit", x, m.params.K, c.Channels, c.Image) {
 		return nil
 	}
 	k, b := x.Size(0), x.Size(1)
