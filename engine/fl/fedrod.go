@@ -16,16 +16,18 @@ import (
 // and is trained with cross-entropy on generic logits (detached) plus personal logits,
 // which are also the client's prediction. A client's loss is the sum of the two.
 //
-// Differences from the reference: the personal head shares the clients' optimizer
-// (momentum and weight decay included) where FedTP's code gives it a plain SGD at the same
-// learning rate; and a class a client never saw gets log-count log(1e-12) instead of −∞,
-// so that padded batch slots stay finite (its softmax weight is 1e-12 instead of 0).
+// As in FedTP's code, the personal head has its own plain SGD at the clients' learning rate
+// (no momentum, no weight decay) while the rest uses the run's SGD (LocalOptimizer). One
+// difference from the reference: a class a client never saw gets log-count log(1e-12)
+// instead of −∞, so that padded batch slots stay finite (its softmax weight is 1e-12
+// instead of 0).
 type FedRoD struct {
 	// PlainSoftmax trains the generic head with ordinary cross-entropy instead of the
 	// balanced softmax (FedTP's --balanced_soft_max off).
 	PlainSoftmax bool
 
-	logCounts *cuda.Tensor // [N, classes], every client's log training-label counts
+	logCounts *cuda.Tensor          // [N, classes], every client's log training-label counts
+	heads     map[*cuda.Tensor]bool // the personal heads' tensors, in every model the run built
 }
 
 // Name is "fedrod".
@@ -35,12 +37,75 @@ func (*FedRoD) Name() string { return "fedrod" }
 func (*FedRoD) Personal(p *model.Param) bool { return p.Role == model.RolePersonalHead }
 
 // Wrap adds the personal head.
-func (*FedRoD) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
+func (f *FedRoD) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
 	h, ok := m.(model.Headed)
 	if !ok {
 		return nil, fmt.Errorf("model %s does not expose the features its head reads", m.Name())
 	}
-	return model.NewTwoHeads(h, gen)
+	two, err := model.NewTwoHeads(h, gen)
+	if err != nil {
+		return nil, err
+	}
+	if f.heads == nil {
+		f.heads = map[*cuda.Tensor]bool{}
+	}
+	for _, p := range two.Params().ByRole(model.RolePersonalHead) {
+		f.heads[p.T] = true
+	}
+	return two, nil
+}
+
+// Optimizer is the run's SGD for the body and generic head and a plain SGD at the same
+// learning rate for the personal head (LocalOptimizer), as FedTP's code trains them.
+func (f *FedRoD) Optimizer(_ int, c SGDConfig) Optimizer {
+	return &splitOptimizer{in: func(t *cuda.Tensor) bool { return f.heads[t] },
+		rest: NewSGD(c), part: NewSGD(SGDConfig{LR: c.LR})}
+}
+
+// splitOptimizer steps the parameters in selects with part and the others with rest. A
+// (model, phase) always hands it the same parameters, so the split is made at the first
+// step.
+type splitOptimizer struct {
+	in           func(*cuda.Tensor) bool
+	rest, part   Optimizer
+	split        bool
+	restI, partI []int
+}
+
+func (o *splitOptimizer) Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.Tensor) {
+	if !o.split {
+		for i, p := range params {
+			if o.in(p) {
+				o.partI = append(o.partI, i)
+			} else {
+				o.restI = append(o.restI, i)
+			}
+		}
+		o.split = true
+	}
+	pick := func(ts []*cuda.Tensor, idx []int) []*cuda.Tensor {
+		out := make([]*cuda.Tensor, len(idx))
+		for j, i := range idx {
+			out[j] = ts[i]
+		}
+		return out
+	}
+	if len(o.restI) > 0 {
+		o.rest.Step(s, pick(params, o.restI), pick(grads, o.restI), active)
+	}
+	if len(o.partI) > 0 {
+		o.part.Step(s, pick(params, o.partI), pick(grads, o.partI), active)
+	}
+}
+
+func (o *splitOptimizer) Reset(s *cuda.Scope) {
+	o.rest.Reset(s)
+	o.part.Reset(s)
+}
+
+func (o *splitOptimizer) Close() error {
+	o.rest.Close()
+	return o.part.Close()
 }
 
 // Bind counts every client's training labels. A FedRoD value serves one run at a time.

@@ -89,3 +89,59 @@ func TestFedRoDHeads(t *testing.T) {
 		}
 	}
 }
+
+// TestFedRoDPersonalHeadTakesPlainSGD: two steps with a constant gradient g, momentum μ and
+// weight decay λ: the body moves by lr·g·(2 + μ) plus its decay, the personal head by
+// exactly 2·lr·g (no momentum, no decay), as the official code's separate plain SGD.
+func TestFedRoDPersonalHeadTakesPlainSGD(t *testing.T) {
+	f := &FedRoD{}
+	g, _ := cuda.NewGenerator(3, cuda.CPU)
+	defer g.Close()
+	inner, err := convnetAs(16, 1, 4, false, cuda.Float64)(2, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.Wrap(inner, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const lr, mu, wd = 0.1, 0.9, 0.01
+	opt := f.Optimizer(0, SGDConfig{LR: lr, Momentum: mu, WeightDecay: wd})
+	defer opt.Close()
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	var params, grads []*cuda.Tensor
+	var before [][]float64
+	for _, p := range m.Params().List {
+		params = append(params, p.T)
+		grads = append(grads, s.AddScalar(s.MulScalar(p.T, 0), 1)) // g = 1 everywhere
+		v, _ := p.T.Float64s()
+		before = append(before, v)
+	}
+	active := cuda.FromSlice(s, cuda.CPU, []float32{1, 1})
+	for range 2 {
+		opt.Step(s, params, grads, active)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range m.Params().List {
+		after, _ := p.T.Float64s()
+		for e := range after {
+			w0 := before[i][e]
+			var want float64
+			if p.Role == model.RolePersonalHead {
+				want = w0 - 2*lr
+			} else { // torch's SGD: buf1 = g + λw0; w1 = w0 − lr·buf1; buf2 = μ·buf1 + g + λw1
+				b1 := 1 + wd*w0
+				w1 := w0 - lr*b1
+				want = w1 - lr*(mu*b1+1+wd*w1)
+			}
+			if math.Abs(after[e]-want) > 1e-12 {
+				t.Fatalf("%s[%d] = %.15g, want %.15g", p.Name, e, after[e], want)
+			}
+		}
+	}
+}

@@ -75,6 +75,15 @@ func (f *FedTP) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
 	return f.rodPart().Wrap(m, gen)
 }
 
+// Optimizer is FedRoD's split update with RoD (its personal head on a plain SGD), else the
+// run's SGD (LocalOptimizer).
+func (f *FedTP) Optimizer(phase int, c SGDConfig) Optimizer {
+	if f.RoD {
+		return f.rodPart().Optimizer(phase, c)
+	}
+	return NewSGD(c)
+}
+
 func (f *FedTP) rodPart() *FedRoD {
 	if f.rod == nil {
 		f.rod = &FedRoD{}
