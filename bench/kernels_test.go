@@ -239,7 +239,7 @@ func benchHyper(b *testing.B, dev cuda.Device) {
 			g := generator(b, dev)
 			defer g.Close()
 			// declared only (nil generator): Bind reads the parameters' names, roles and shapes
-			m, err := model.NewViT("tiny-vit", model.TinyViT(100, 6), 1, dev, cuda.Float32, nil)
+			m, err := model.Build(model.Spec{Preset: "tiny-vit", Classes: 100}, 1, dev, cuda.Float32, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

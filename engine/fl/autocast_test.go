@@ -15,8 +15,8 @@ import (
 func TestBF16AutocastTrainsFloat32Weights(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
-		c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 32, Depth: 2, Heads: 2, HeadDim: 16, MLP: 48, Classes: 4, Eps: 1e-5}
-		return model.NewViT("vit", c, k, cuda.CPU, cuda.Float32, g)
+		none := 0.0
+		return model.Build(vitSpec(32, 2, 16, 48, &none), k, cuda.CPU, cuda.Float32, g)
 	}
 	losses := map[cuda.DType][]float64{}
 	for _, ac := range []cuda.DType{0, cuda.BFloat16} {

@@ -15,8 +15,7 @@ import (
 
 // smallViT is a float64 ViT for 16×16 grey images with dropout, for exactness tests.
 func smallViT(k int, g *cuda.Generator) (model.Model, error) {
-	c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24, Classes: 4, Eps: 1e-5, Dropout: 0.1}
-	return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
+	return model.Build(vitSpec(16, 2, 8, 24, nil), k, cuda.CPU, cuda.Float64, g)
 }
 
 func smallHyper() hyper.Config { return hyper.Config{Embed: 8, Hidden: 12, Layers: 4} }

@@ -26,8 +26,8 @@ func TestWeightsAndWeightedMean(t *testing.T) {
 }
 
 func TestStrategiesSplitByRole(t *testing.T) {
-	vit, _ := model.NewViT("v", model.TinyViT(10, 2), 1, cuda.CPU, cuda.Float32, nil)
-	cnn, _ := model.NewConvNet("c", model.ConvNet(32, 3, 10, true), 1, cuda.CPU, cuda.Float32, nil)
+	vit, _ := model.Build(model.Spec{Preset: "tiny-vit", Depth: 2}, 1, cuda.CPU, cuda.Float32, nil)
+	cnn, _ := model.Build(model.Spec{Preset: "convnet-bn"}, 1, cuda.CPU, cuda.Float32, nil)
 	cases := []struct {
 		s     Strategy
 		m     model.Model
@@ -105,8 +105,19 @@ func convnet(image, ch, classes int64, bn bool) Builder {
 
 func convnetAs(image, ch, classes int64, bn bool, dt cuda.DType) Builder {
 	return func(k int, g *cuda.Generator) (model.Model, error) {
-		return model.NewConvNet("cnn", model.ConvNet(image, ch, classes, bn), k, cuda.CPU, dt, g)
+		preset := "convnet"
+		if bn {
+			preset = "convnet-bn"
+		}
+		return model.Build(model.Spec{Preset: preset, Image: image, Channels: ch, Classes: classes}, k, cuda.CPU, dt, g)
 	}
+}
+
+// vitSpec is a tiny ViT for the 16×16 grey, 4-class test images: patch 4, the given width,
+// depth, head width (2 heads) and MLP; dropout nil keeps the preset's 0.1.
+func vitSpec(dim, depth, headDim, mlp int64, dropout *float64) model.Spec {
+	return model.Spec{Preset: "tiny-vit", Image: 16, Channels: 1, Classes: 4, Patch: 4, Dim: dim, Depth: depth,
+		Heads: 2, HeadDim: headDim, MLP: mlp, Dropout: dropout}
 }
 
 // checkStackedEqualsSequential trains the same run stacked and one client at a time and
@@ -166,8 +177,7 @@ func TestStackedEqualsSequentialWithDropout(t *testing.T) {
 	// a tiny ViT with dropout 0.1: equal only because each client draws from its own stream
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
-		c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24, Classes: 4, Eps: 1e-5, Dropout: 0.1}
-		return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
+		return model.Build(vitSpec(16, 2, 8, 24, nil), k, cuda.CPU, cuda.Float64, g)
 	}
 	cfg := Config{Rounds: 2, PerRound: 3, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
 	checkStackedEqualsSequential(t, st, cfg, VanillaPersonalizedT, vit)

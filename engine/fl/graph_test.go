@@ -49,8 +49,7 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 	dev := testenv.RequireCUDA(t)
 	st := newSetupOn(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3, NoiseMax: 0.2}, dev)
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
-		c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 32, Depth: 2, Heads: 2, HeadDim: 16, MLP: 48, Classes: 4, Eps: 1e-5, Dropout: 0.1}
-		return model.NewViT("vit", c, k, dev, cuda.Float32, g)
+		return model.Build(vitSpec(32, 2, 16, 48, nil), k, dev, cuda.Float32, g)
 	}
 	cases := []struct {
 		name     string

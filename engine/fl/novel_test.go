@@ -12,8 +12,8 @@ import (
 
 // quietViT is smallViT without dropout, so a loss is a plain function of the weights.
 func quietViT(k int, g *cuda.Generator) (model.Model, error) {
-	c := model.ViTConfig{Image: 16, Patch: 4, Channels: 1, Dim: 16, Depth: 2, Heads: 2, HeadDim: 8, MLP: 24, Classes: 4, Eps: 1e-5}
-	return model.NewViT("vit", c, k, cuda.CPU, cuda.Float64, g)
+	none := 0.0
+	return model.Build(vitSpec(16, 2, 8, 24, &none), k, cuda.CPU, cuda.Float64, g)
 }
 
 // novelSetup holds 3 of 6 clients out of training.

@@ -46,8 +46,7 @@ func textSetup(t *testing.T) *setup {
 
 // smallText is a float64 text Transformer with dropout, for exactness tests.
 func smallText(k int, g *cuda.Generator) (model.Model, error) {
-	c := model.TextConfig{Vocab: 100, Dim: 16, FFN: 24, Heads: 2, HeadDim: 8, Depth: 2, SeqLen: 8, MaxLen: 16, Dropout: 0.1, Causal: true}
-	return model.NewTextModel("text", c, k, cuda.CPU, cuda.Float64, g)
+	return model.Build(model.Spec{Preset: "text-transformer", Vocab: 100, SeqLen: 8, Dim: 16, MLP: 24, Heads: 2, HeadDim: 8, Depth: 2}, k, cuda.CPU, cuda.Float64, g)
 }
 
 // TestTextStackedEqualsSequential is FedTP's Shakespeare variant (W_q, W_k, W_v generated

@@ -30,6 +30,10 @@ type Spec struct {
 	Prompts int64            // deep prompt tokens per block
 	Adapter MLPAdapterConfig // a sequential adapter after every MLP
 	Levels  int64            // FocalNet focal levels
+
+	// Dropout replaces the preset's dropout rate (ViTs and the text Transformer); nil keeps
+	// it. A pointer, since 0 (no dropout) is a value a caller sets.
+	Dropout *float64
 }
 
 // family is the kind of model a preset builds, which fixes the overrides it takes.
@@ -46,10 +50,10 @@ const (
 // takes lists each family's overrides by Spec field name (for the error naming a field the
 // family lacks).
 var takes = map[family][]string{
-	familyViT:   {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Heads", "HeadDim", "MLP", "Prefix", "Prompts", "Adapter"},
+	familyViT:   {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Heads", "HeadDim", "MLP", "Prefix", "Prompts", "Adapter", "Dropout"},
 	familyFocal: {"Classes", "Image", "Channels", "Depth", "Levels"},
 	familyConv:  {"Classes", "Image", "Channels"},
-	familyText:  {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP"},
+	familyText:  {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
 	familyLSTM:  {"Vocab", "SeqLen"},
 }
 
@@ -65,7 +69,8 @@ func (s Spec) set() []string {
 	}{{"Classes", s.Classes != 0}, {"Image", s.Image != 0}, {"Channels", s.Channels != 0}, {"Vocab", s.Vocab != 0},
 		{"SeqLen", s.SeqLen != 0}, {"Depth", s.Depth != 0}, {"Patch", s.Patch != 0}, {"Dim", s.Dim != 0},
 		{"Heads", s.Heads != 0}, {"HeadDim", s.HeadDim != 0}, {"MLP", s.MLP != 0}, {"Prefix", s.Prefix != (PrefixConfig{})},
-		{"Prompts", s.Prompts != 0}, {"Adapter", s.Adapter != (MLPAdapterConfig{})}, {"Levels", s.Levels != 0}} {
+		{"Prompts", s.Prompts != 0}, {"Adapter", s.Adapter != (MLPAdapterConfig{})}, {"Levels", s.Levels != 0},
+		{"Dropout", s.Dropout != nil}} {
 		if f.on {
 			out = append(out, f.name)
 		}
@@ -123,6 +128,9 @@ func (s Spec) Builder() (Factory, error) {
 		if s.Adapter != (MLPAdapterConfig{}) {
 			c.MLPAdapter = s.Adapter
 		}
+		if s.Dropout != nil {
+			c.Dropout = *s.Dropout
+		}
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
@@ -154,6 +162,9 @@ func (s Spec) Builder() (Factory, error) {
 		c.Vocab, c.SeqLen = or(s.Vocab, c.Vocab), or(s.SeqLen, c.SeqLen)
 		c.MaxLen = max(c.MaxLen, c.SeqLen)
 		c.Depth, c.Dim, c.Heads, c.HeadDim, c.FFN = or(s.Depth, c.Depth), or(s.Dim, c.Dim), or(s.Heads, c.Heads), or(s.HeadDim, c.HeadDim), or(s.MLP, c.FFN)
+		if s.Dropout != nil {
+			c.Dropout = *s.Dropout
+		}
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
