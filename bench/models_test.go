@@ -67,7 +67,11 @@ func BenchmarkModels(b *testing.B) {
 func benchModel(b *testing.B, dev cuda.Device, w workload, k int64, train bool) {
 	g, _ := cuda.NewGenerator(1, dev)
 	defer g.Close()
-	m, err := model.Build(model.Spec{Preset: w.preset, Classes: w.classes}, int(k), dev, cuda.Float32, g)
+	p, err := model.Lookup(w.preset)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := p.Build(w.classes, int(k), dev, cuda.Float32, g) // text models ignore classes
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,5 +16,13 @@ fi
 export PFL_REQUIRE_TEST_DATA=1
 go test -count=1 ./...
 bash scripts/fuzz.sh
-go test -count=1 -run '^$' -bench . -benchtime 3x ./... >/dev/null
+# benchmarks: quiet when they pass, their failures shown when they do not
+bench_log=$(mktemp)
+if ! go test -count=1 -run '^$' -bench . -benchtime 3x ./... >"$bench_log" 2>&1; then
+  grep -v '^Benchmark' "$bench_log" | tail -40 >&2
+  rm -f "$bench_log"
+  echo "pfl: a benchmark failed" >&2
+  exit 1
+fi
+rm -f "$bench_log"
 echo "pfl: benchmarks ran"
