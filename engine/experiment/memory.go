@@ -3,6 +3,8 @@ package experiment
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -14,9 +16,10 @@ import (
 // memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
 // before any activation: float32 parameters for the global model, the K-client training
 // model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
-// (FedTP) the hypernetwork's heads and their momentum, hidden × the generated parameters
-// of one client each. It builds the model with shapes only (nothing is allocated), and
-// counts in float64, so absurd sizes cannot overflow.
+// every client's stored personal parameters, plus (FedTP) the hypernetwork's heads and
+// their momentum, hidden × the generated parameters of one client each. It builds the
+// model with shapes only (nothing is allocated), and counts in float64, so absurd sizes
+// cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	m, err := build(1, nil)
 	if err != nil {
@@ -25,25 +28,36 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	defer m.Close()
 	generate, _ := generatedRoles(cfg.Algorithm.Generate)
 	isFedTP := strings.HasPrefix(cfg.Algorithm.Name, "fedtp")
-	var params, generated float64
+	strat := cfg.Algorithm.Strategy()
+	if c, ok := strat.(io.Closer); ok {
+		defer c.Close()
+	}
+	var params, generated, personal float64
 	for _, p := range m.Params().List {
 		n := 1.0
 		for _, d := range p.Shape {
 			n *= float64(d)
 		}
 		params += n
+		if strat.Personal(p) {
+			personal += n
+		}
 		for _, r := range generate {
 			if isFedTP && p.Role == r {
 				generated += n
 			}
 		}
 	}
-	k := max(float64(cfg.Train.Participation*float64(cfg.Data.Clients)), 1)
+	clients := float64(cfg.Data.Clients)
+	k := max(math.Floor(cfg.Train.Participation*clients), 1)
 	chunk := float64(cfg.Train.EvalChunk)
 	if chunk == 0 {
 		chunk = k
 	}
-	floats := params*(1+3*k+chunk) + 2*float64(cfg.Algorithm.Hyper.Hidden)*generated
+	if e, ok := strat.(fl.EveryRound); ok && e.EveryClient() {
+		k = clients
+	}
+	floats := params*(1+3*k+chunk) + personal*clients + 2*float64(cfg.Algorithm.Hyper.Hidden)*generated
 	return 4 * floats, nil
 }
 

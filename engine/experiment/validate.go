@@ -107,6 +107,9 @@ func (c Config) validateData(k *checker) {
 		k.fail("data.dataset", "empty; want a dataset such as fashion-mnist or cifar10:<path>")
 	}
 	k.atLeast("data.clients", int64(d.Clients), 1)
+	if d.Clients > 1_000_000 {
+		k.fail("data.clients", "%d, want at most 1,000,000", d.Clients)
+	}
 	k.oneOf("data.partition", d.Partition, partitionMethods...)
 	k.oneOf("data.convention", d.Convention, "fedtp", "fedperfix")
 	k.real("data.alpha", d.Alpha, 0, inf, true)
@@ -138,6 +141,11 @@ func (c Config) validateData(k *checker) {
 	k.atLeast("data.seq_len", int64(d.SeqLen), 1)
 }
 
+// maxModelSize bounds each model size key: even declaring a model of more blocks or a
+// wider one would take more memory than a machine has (the memory check builds the
+// model's shapes before it allocates anything).
+const maxModelSize = 100_000
+
 func (c Config) validateModel(k *checker) {
 	m := c.Model
 	p, err := model.Lookup(m.Preset)
@@ -153,6 +161,9 @@ func (c Config) validateModel(k *checker) {
 	}{{"model.depth", "Depth", m.Depth}, {"model.patch", "Patch", m.Patch}, {"model.dim", "Dim", m.Dim},
 		{"model.heads", "Heads", m.Heads}, {"model.head_dim", "HeadDim", m.HeadDim}, {"model.mlp", "MLP", m.MLP}} {
 		k.atLeast(o.key, o.v, 0)
+		if o.v > maxModelSize {
+			k.fail(o.key, "%d, want at most %d", o.v, maxModelSize)
+		}
 		if o.v != 0 && !p.Takes(o.field) {
 			k.fail(o.key, "%d, but model.preset %s has no such size; remove it", o.v, m.Preset)
 		}
