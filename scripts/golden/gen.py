@@ -1,0 +1,190 @@
+"""Writes the golden files pfl's models are tested against, computed by PyTorch.
+
+The PyTorch models here are written from the architectures' descriptions (FedTP's tiny ViT
+in the lucidrains vit-pytorch layout: patch rearrange + Linear, CLS token, learned positions,
+pre-norm blocks with one bias-free to_qkv, GELU feed-forward, mlp_head = LayerNorm -> Linear;
+FedTP's hypernetwork: client embeddings, a Linear trunk with ReLUs between its layers, one
+Linear head per generated matrix, trained by torch.optim.SGD on the gradient
+sum_i (m_i/M) J_i^T (W_i0 - W_iE)). Everything is float64 with dropout off, so the Go tests
+can hold pfl to rounding-level tolerances. Run scripts/golden/gen.sh to regenerate.
+
+Outputs (safetensors, F64 and I64):
+  engine/model/testdata/golden/tiny_vit.safetensors   weights (pfl's names), inputs, labels,
+                                                       logits, loss, gradients, and the
+                                                       weights after three SGD steps
+  engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
+                                                       client weights, generated matrices,
+                                                       gradients, and the weights and momentum
+                                                       buffers after two optimizer steps
+"""
+import json
+import os
+import struct
+import sys
+
+import torch
+from torch import nn
+
+torch.set_default_dtype(torch.float64)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """The safetensors format: 8-byte little-endian header length, JSON header, raw data."""
+    header, blobs, off = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous()
+        dtype = {torch.float64: "F64", torch.int64: "I64"}[t.dtype]
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, dim_head):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads, self.scale = heads, dim_head ** -0.5
+        self.to_qkv = nn.Linear(dim, inner * 3, bias=False)
+        self.to_out = nn.Linear(inner, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = (t.reshape(b, n, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        attn = torch.softmax(q @ k.transpose(-1, -2) * self.scale, dim=-1)
+        return self.to_out((attn @ v).transpose(1, 2).reshape(b, n, -1))
+
+
+class TinyViT(nn.Module):
+    def __init__(self, image, patch, channels, dim, depth, heads, dim_head, mlp, classes):
+        super().__init__()
+        self.patch = patch
+        n = (image // patch) ** 2
+        self.patch_embed = nn.Linear(channels * patch * patch, dim)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.randn(1, n + 1, dim))
+        self.blocks = nn.ModuleList()
+        for _ in range(depth):
+            self.blocks.append(nn.ModuleDict({
+                "norm1": nn.LayerNorm(dim), "attn": Attention(dim, heads, dim_head),
+                "norm2": nn.LayerNorm(dim), "fc1": nn.Linear(dim, mlp), "fc2": nn.Linear(mlp, dim)}))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        p = self.patch
+        # 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'
+        x = img.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, (h // p) * (w // p), p * p * c)
+        x = self.patch_embed(x)
+        x = torch.cat([self.cls_token.expand(b, -1, -1), x], dim=1) + self.pos_embed
+        for blk in self.blocks:
+            x = blk["attn"](blk["norm1"](x)) + x
+            x = blk["fc2"](torch.nn.functional.gelu(blk["fc1"](blk["norm2"](x)))) + x
+        return self.head(self.norm(x[:, 0]))
+
+    def pfl_params(self):
+        """The parameters under pfl's names, in pfl's order."""
+        out = {"patch_embed.proj.weight": self.patch_embed.weight, "patch_embed.proj.bias": self.patch_embed.bias,
+               "cls_token": self.cls_token, "pos_embed": self.pos_embed}
+        for i, blk in enumerate(self.blocks):
+            p = f"blocks.{i}."
+            out.update({p + "norm1.weight": blk["norm1"].weight, p + "norm1.bias": blk["norm1"].bias,
+                        p + "attn.qkv.weight": blk["attn"].to_qkv.weight,
+                        p + "attn.proj.weight": blk["attn"].to_out.weight, p + "attn.proj.bias": blk["attn"].to_out.bias,
+                        p + "norm2.weight": blk["norm2"].weight, p + "norm2.bias": blk["norm2"].bias,
+                        p + "mlp.fc1.weight": blk["fc1"].weight, p + "mlp.fc1.bias": blk["fc1"].bias,
+                        p + "mlp.fc2.weight": blk["fc2"].weight, p + "mlp.fc2.bias": blk["fc2"].bias})
+        out.update({"norm.weight": self.norm.weight, "norm.bias": self.norm.bias,
+                    "head.weight": self.head.weight, "head.bias": self.head.bias})
+        return out
+
+
+def tiny_vit():
+    torch.manual_seed(1)
+    cfg = dict(image=8, patch=4, channels=3, dim=16, depth=2, heads=2, dim_head=8, mlp=24, classes=3)
+    m = TinyViT(**cfg)
+    with torch.no_grad():  # LayerNorm affines away from 1 and 0, so that they are tested
+        for name, p in m.pfl_params().items():
+            if "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    params = m.pfl_params()
+    out = {"w/" + k: v.detach().clone() for k, v in params.items()}
+    x = torch.randn(5, 3, 8, 8)
+    y = torch.tensor([0, 2, 1, 1, 0])
+    logits = m(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
+    grads = torch.autograd.grad(loss, list(params.values()))
+    out.update({"x": x, "y": y, "logits": logits, "loss": loss.reshape(1)})
+    out.update({"grad/" + k: g for k, g in zip(params, grads)})
+    # a local epoch: three SGD steps (momentum 0.9, weight decay 1e-5, lr 0.1) on fixed batches
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-5)
+    batches = [(torch.randn(4, 3, 8, 8), torch.tensor([0, 1, 2, 1])) for _ in range(3)]
+    for i, (bx, by) in enumerate(batches):
+        out[f"epoch/x{i}"], out[f"epoch/y{i}"] = bx, by
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(m(bx), by).backward()
+        opt.step()
+    out.update({"epoch/w/" + k: v.detach().clone() for k, v in m.pfl_params().items()})
+    meta = {k: str(v) for k, v in cfg.items()}
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/tiny_vit.safetensors"), out, meta)
+
+
+def hypernetwork():
+    torch.manual_seed(2)
+    clients, embed, hidden, layers = 4, 5, 7, 3
+    targets = {"blocks.0.attn.qkv.weight": (6, 4), "blocks.1.attn.qkv.weight": (6, 4)}
+    emb = nn.Embedding(clients, embed)
+    trunk = [nn.Linear(embed if l == 0 else hidden, hidden) for l in range(layers)]
+    heads = {n: nn.Linear(hidden, s[0] * s[1]) for n, s in targets.items()}
+    params = {"embeddings": emb.weight}
+    for l, lin in enumerate(trunk):
+        params[f"mlp.{l}.weight"], params[f"mlp.{l}.bias"] = lin.weight, lin.bias
+    for n, lin in heads.items():
+        params[f"heads.{n}.weight"], params[f"heads.{n}.bias"] = lin.weight, lin.bias
+    out = {"w/" + k: v.detach().clone() for k, v in params.items()}
+    rows = torch.tensor([1, 3])
+    weights = torch.tensor([0.25, 0.75])
+
+    def generate():
+        h = emb(rows)
+        for l, lin in enumerate(trunk):
+            h = lin(torch.relu(h) if l > 0 else h)
+        return [heads[n](h).reshape(len(rows), *s) for n, s in targets.items()]
+
+    gen = generate()
+    deltas = [torch.randn_like(g) for g in gen]
+    grads = torch.autograd.grad(gen, list(params.values()),
+                                grad_outputs=[d * weights.reshape(-1, 1, 1) for d in deltas])
+    out.update({"rows": rows, "weights": weights})
+    out.update({f"delta/{n}": d for n, d in zip(targets, deltas)})
+    out.update({f"gen/{n}": g for n, g in zip(targets, gen)})
+    out.update({"grad/" + k: g for k, g in zip(params, grads)})
+    opt = torch.optim.SGD(list(params.values()), lr=0.1, momentum=0.9, weight_decay=1e-3)
+    for _ in range(2):  # the same gradient twice: the second step reads the momentum
+        for p, g in zip(params.values(), grads):
+            p.grad = g.clone()
+        opt.step()
+    out.update({"step/" + k: v.detach().clone() for k, v in params.items()})
+    out.update({"buf/" + k: opt.state[v]["momentum_buffer"] for k, v in params.items()})
+    meta = {"clients": str(clients), "embed": str(embed), "hidden": str(hidden), "layers": str(layers),
+            "lr": "0.1", "momentum": "0.9", "weight_decay": "0.001"}
+    write_safetensors(os.path.join(ROOT, "engine/hyper/testdata/golden/hyper.safetensors"), out, meta)
+
+
+if __name__ == "__main__":
+    print("torch", torch.__version__, file=sys.stderr)
+    tiny_vit()
+    hypernetwork()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Regenerates the golden files the model and hypernetwork tests compare pfl with (see
+# gen.py). Needs Debian's PyTorch for Python (installed here if missing); the tests do not.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# Debian's python3 (a python3 earlier on the PATH may not see Debian's packages)
+py=/usr/bin/python3
+if ! $py -c 'import torch' 2>/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q python3-torch python3-numpy
+fi
+$py scripts/golden/gen.py
+echo "golden: wrote engine/model/testdata/golden and engine/hyper/testdata/golden"
