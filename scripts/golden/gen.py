@@ -12,6 +12,7 @@ Outputs (safetensors, F64 and I64):
   engine/model/testdata/golden/tiny_vit.safetensors   weights (pfl's names), inputs, labels,
                                                        logits, loss, gradients, and the
                                                        weights after three SGD steps
+  engine/model/testdata/golden/convnet.safetensors    the same for pFedHN's ConvNet (no epoch)
   engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
                                                        client weights, generated matrices,
                                                        gradients, and the weights and momentum
@@ -142,6 +143,44 @@ def tiny_vit():
     write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/tiny_vit.safetensors"), out, meta)
 
 
+class ConvNet(nn.Module):
+    """pFedHN's LeNet-style CNN (FedTP's CNNTarget): conv 5x5 -> ReLU -> max-pool 2, twice,
+    then three fully connected layers with ReLUs between them."""
+
+    def __init__(self, channels, classes, image):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(channels, 16, 5), nn.Conv2d(16, 32, 5)
+        side = ((image - 4) // 2 - 4) // 2
+        self.fc1, self.fc2, self.fc3 = nn.Linear(32 * side * side, 120), nn.Linear(120, 84), nn.Linear(84, classes)
+
+    def forward(self, x):
+        pool = torch.nn.functional.max_pool2d
+        x = pool(torch.relu(self.conv1(x)), 2)
+        x = pool(torch.relu(self.conv2(x)), 2)
+        x = torch.relu(self.fc1(x.flatten(1)))
+        return self.fc3(torch.relu(self.fc2(x)))
+
+    def pfl_params(self):
+        return {f"{n}.{w}": getattr(getattr(self, n), w) for n in ("conv1", "conv2", "fc1", "fc2", "fc3") for w in ("weight", "bias")}
+
+
+def convnet():
+    torch.manual_seed(3)
+    cfg = dict(image=16, channels=3, classes=4)
+    m = ConvNet(cfg["channels"], cfg["classes"], cfg["image"])
+    params = m.pfl_params()
+    out = {"w/" + k: v.detach().clone() for k, v in params.items()}
+    x = torch.randn(6, 3, 16, 16)
+    y = torch.tensor([0, 3, 1, 2, 2, 0])
+    logits = m(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
+    grads = torch.autograd.grad(loss, list(params.values()))
+    out.update({"x": x, "y": y, "logits": logits, "loss": loss.reshape(1)})
+    out.update({"grad/" + k: g for k, g in zip(params, grads)})
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/convnet.safetensors"), out,
+                      {k: str(v) for k, v in cfg.items()})
+
+
 def hypernetwork():
     torch.manual_seed(2)
     clients, embed, hidden, layers = 4, 5, 7, 3
@@ -187,4 +226,5 @@ def hypernetwork():
 if __name__ == "__main__":
     print("torch", torch.__version__, file=sys.stderr)
     tiny_vit()
+    convnet()
     hypernetwork()
