@@ -48,6 +48,12 @@ func (g *File) Values(name string) ([]float64, []int64) {
 	return v, ts.Shape
 }
 
+// IsInt reports whether the tensor name holds integers (token ids, labels).
+func (g *File) IsInt(name string) bool {
+	ts, ok := g.f.Get(name)
+	return ok && ts.DType == safetensors.I64
+}
+
 // Int64s are the values of the integer tensor name.
 func (g *File) Int64s(name string) []int64 {
 	g.t.Helper()

@@ -13,6 +13,7 @@ Outputs (safetensors, F64 and I64):
                                                        logits, loss, gradients, and the
                                                        weights after three SGD steps
   engine/model/testdata/golden/convnet.safetensors    the same for pFedHN's ConvNet (no epoch)
+  engine/model/testdata/golden/text_transformer.safetensors  and for the Shakespeare Transformer
   engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
                                                        client weights, generated matrices,
                                                        gradients, and the weights and momentum
@@ -181,6 +182,82 @@ def convnet():
                       {k: str(v) for k, v in cfg.items()})
 
 
+class TextTransformer(nn.Module):
+    """FedTP's Shakespeare Transformer: token embedding + sinusoidal positions -> LayerNorm
+    (eps 1e-6) -> post-norm layers (separate bias-free w_qs, w_ks, w_vs and fc; attention
+    scaled by d_k^-0.5; ReLU feed-forward), output projection without bias scaled by
+    d_model^-0.5; with the causal mask pfl adds (the reference passes none)."""
+
+    def __init__(self, vocab, dim, ffn, heads, dim_head, depth, max_len):
+        super().__init__()
+        self.heads, self.dim_head, self.dim = heads, dim_head, dim
+        inner = heads * dim_head
+        self.emb = nn.Parameter(torch.randn(vocab, dim) * 0.3)
+        pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+        i = torch.arange(dim, dtype=torch.float64)
+        angle = pos / torch.pow(10000.0, 2 * torch.div(i, 2, rounding_mode="floor") / dim)
+        self.pos_table = torch.where(i.long() % 2 == 0, torch.sin(angle), torch.cos(angle))
+        self.ln = nn.LayerNorm(dim, eps=1e-6)
+        self.layers = nn.ModuleList()
+        for _ in range(depth):
+            self.layers.append(nn.ModuleDict({
+                "w_qs": nn.Linear(dim, inner, bias=False), "w_ks": nn.Linear(dim, inner, bias=False),
+                "w_vs": nn.Linear(dim, inner, bias=False), "fc": nn.Linear(inner, dim, bias=False),
+                "ln1": nn.LayerNorm(dim, eps=1e-6), "w_1": nn.Linear(dim, ffn), "w_2": nn.Linear(ffn, dim),
+                "ln2": nn.LayerNorm(dim, eps=1e-6)}))
+        self.prj = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, x):
+        b, t = x.shape
+        h = self.ln(self.emb[x] + self.pos_table[:t])
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        for l in self.layers:
+            split = lambda z: z.reshape(b, t, self.heads, self.dim_head).transpose(1, 2)
+            q, k, v = split(l["w_qs"](h)), split(l["w_ks"](h)), split(l["w_vs"](h))
+            att = (q @ k.transpose(-1, -2)) / self.dim_head ** 0.5
+            att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            a = l["fc"]((att @ v).transpose(1, 2).reshape(b, t, -1))
+            h = l["ln1"](a + h)
+            h = l["ln2"](l["w_2"](torch.relu(l["w_1"](h))) + h)
+        return self.prj(h) * self.dim ** -0.5
+
+    def pfl_params(self):
+        out = {"encoder.src_word_emb.weight": self.emb, "encoder.position_enc.pos_table": self.pos_table,
+               "encoder.layer_norm.weight": self.ln.weight, "encoder.layer_norm.bias": self.ln.bias}
+        for i, l in enumerate(self.layers):
+            p = f"encoder.layer_stack.{i}."
+            out.update({p + "slf_attn.w_qs.weight": l["w_qs"].weight, p + "slf_attn.w_ks.weight": l["w_ks"].weight,
+                        p + "slf_attn.w_vs.weight": l["w_vs"].weight, p + "slf_attn.fc.weight": l["fc"].weight,
+                        p + "slf_attn.layer_norm.weight": l["ln1"].weight, p + "slf_attn.layer_norm.bias": l["ln1"].bias,
+                        p + "pos_ffn.w_1.weight": l["w_1"].weight, p + "pos_ffn.w_1.bias": l["w_1"].bias,
+                        p + "pos_ffn.w_2.weight": l["w_2"].weight, p + "pos_ffn.w_2.bias": l["w_2"].bias,
+                        p + "pos_ffn.layer_norm.weight": l["ln2"].weight, p + "pos_ffn.layer_norm.bias": l["ln2"].bias})
+        out["trg_word_prj.weight"] = self.prj.weight
+        return out
+
+
+def text_transformer():
+    torch.manual_seed(4)
+    cfg = dict(vocab=100, dim=16, ffn=24, heads=2, dim_head=8, depth=2, seq_len=6)
+    m = TextTransformer(cfg["vocab"], cfg["dim"], cfg["ffn"], cfg["heads"], cfg["dim_head"], cfg["depth"], 200)
+    with torch.no_grad():
+        for name, p in m.pfl_params().items():
+            if "layer_norm" in name and p.requires_grad:
+                p.add_(0.1 * torch.randn_like(p))
+    params = {k: v for k, v in m.pfl_params().items()}
+    trainable = {k: v for k, v in params.items() if v.requires_grad}
+    out = {"w/" + k: v.detach().clone() for k, v in params.items()}
+    x = torch.randint(0, cfg["vocab"], (3, cfg["seq_len"]))
+    y = torch.randint(0, cfg["vocab"], (3, cfg["seq_len"]))
+    logits = m(x)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, cfg["vocab"]), y.reshape(-1))
+    grads = torch.autograd.grad(loss, list(trainable.values()))
+    out.update({"x": x, "y": y, "logits": logits, "loss": loss.reshape(1)})
+    out.update({"grad/" + k: g for k, g in zip(trainable, grads)})
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/text_transformer.safetensors"), out,
+                      {k: str(v) for k, v in cfg.items()})
+
+
 def hypernetwork():
     torch.manual_seed(2)
     clients, embed, hidden, layers = 4, 5, 7, 3
@@ -227,4 +304,5 @@ if __name__ == "__main__":
     print("torch", torch.__version__, file=sys.stderr)
     tiny_vit()
     convnet()
+    text_transformer()
     hypernetwork()
