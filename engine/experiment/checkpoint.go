@@ -255,7 +255,7 @@ func sameRun(id string, cfg Config) error {
 	}
 	if len(diff) > 0 {
 		slices.Sort(diff)
-		return fmt.Errorf("config.json differs from the run the checkpoint belongs to in %v; only %v may change on resume",
+		return fmt.Errorf("the config (config.json and any --set) differs from the run the checkpoint belongs to in %v; only %v may change on resume",
 			diff, resumable)
 	}
 	return nil
