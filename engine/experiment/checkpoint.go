@@ -45,16 +45,15 @@ func checkpoint(dir string, cfg Config, run *fl.Run) error {
 	}
 	meta := map[string]string{"format": checkpointFormat, "rounds": strconv.Itoa(len(run.History)),
 		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": dataSum(state), "config": id}
-	path := filepath.Join(dir, checkpointFile)
-	if checkpointHook == nil {
-		return safetensors.WriteFile(path, state, meta)
+	hook := checkpointHook
+	if hook == nil {
+		hook = func(_ string, w io.Writer) io.Writer { return w }
 	}
-	// The hooked path writes the same bytes through the same atomic temp-and-rename steps.
-	err = atomicfile.WriteHooked(path, func(w io.Writer) error {
-		return safetensors.Write(checkpointHook("write", w), state, meta)
-	}, func() { checkpointHook("rename", nil) })
+	err = atomicfile.WriteHooked(filepath.Join(dir, checkpointFile), func(w io.Writer) error {
+		return safetensors.Write(hook("write", w), state, meta)
+	}, func() { hook("rename", nil) })
 	if err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

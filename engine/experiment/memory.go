@@ -26,12 +26,11 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		return 0, err
 	}
 	defer m.Close()
-	generate, _ := generatedRoles(cfg.Algorithm.Generate)
-	isFedTP := strings.HasPrefix(cfg.Algorithm.Name, "fedtp")
 	strat := cfg.Algorithm.Strategy()
 	if c, ok := strat.(io.Closer); ok {
 		defer c.Close()
 	}
+	gen, _ := strat.(fl.Generative)
 	var params, generated, personal float64
 	for _, p := range m.Params().List {
 		n := 1.0
@@ -42,10 +41,8 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		if strat.Personal(p) {
 			personal += n
 		}
-		for _, r := range generate {
-			if isFedTP && p.Role == r {
-				generated += n
-			}
+		if gen != nil && gen.Generated(p) {
+			generated += n
 		}
 	}
 	clients := float64(cfg.Data.Clients)

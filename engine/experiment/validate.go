@@ -28,21 +28,19 @@ func (k *checker) atLeast(key string, v, lo int64) {
 	}
 }
 
-// real requires a finite v in [lo, hi] (hi = +Inf for none), or (lo, hi] when open.
-func (k *checker) real(key string, v, lo, hi float64, open bool) {
+// real requires a finite v in the interval from lo to hi (hi = +Inf for none); bounds
+// says which ends are closed, as written: "[]", "(]", "[)" or "()".
+func (k *checker) real(key string, v, lo, hi float64, bounds string) {
+	openLo, openHi := bounds[0] == '(', bounds[1] == ')' || math.IsInf(hi, 1)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		k.fail(key, "%g is not a finite number", v)
-	case open && v <= lo, v < lo, v > hi:
-		lb := "["
-		if open {
-			lb = "("
-		}
-		ub := fmt.Sprintf("%g]", hi)
+	case v < lo, openLo && v == lo, v > hi, openHi && v == hi:
+		ub := fmt.Sprintf("%g%c", hi, bounds[1])
 		if math.IsInf(hi, 1) {
 			ub = "∞)"
 		}
-		k.fail(key, "%g, want a value in %s%g, %s", v, lb, lo, ub)
+		k.fail(key, "%g, want a value in %c%g, %s", v, bounds[0], lo, ub)
 	}
 }
 
@@ -88,7 +86,7 @@ func (c Config) Validate() error {
 	n := c.Novel
 	k.atLeast("novel.epochs", int64(n.Epochs), 1)
 	if n.LR != nil {
-		k.real("novel.lr", *n.LR, 0, inf, true)
+		k.real("novel.lr", *n.LR, 0, inf, "(]")
 	}
 	if len(n.Tune) == 0 {
 		k.fail("novel.tune", "empty; list %s and/or %s", fl.TuneEmbedding, fl.TuneHypernetwork)
@@ -112,20 +110,14 @@ func (c Config) validateData(k *checker) {
 	}
 	k.oneOf("data.partition", d.Partition, partitionMethods...)
 	k.oneOf("data.convention", d.Convention, "fedtp", "fedperfix")
-	k.real("data.alpha", d.Alpha, 0, inf, true)
+	k.real("data.alpha", d.Alpha, 0, inf, "(]")
 	k.atLeast("data.classes_per_client", int64(d.ClassesPerClient), 1)
 	k.atLeast("data.min_size", int64(d.MinSize), 1)
-	k.real("data.holdout", d.HoldOut, 0, 1, false)
-	if d.HoldOut == 1 {
-		k.fail("data.holdout", "1 holds out every client; want a fraction in [0, 1)")
-	}
-	k.real("data.noise", d.Noise, 0, inf, false)
+	k.real("data.holdout", d.HoldOut, 0, 1, "[)") // 1 would hold out every client
+	k.real("data.noise", d.Noise, 0, inf, "[]")
 	k.atLeast("data.train_samples", int64(d.TrainSamples), 0)
 	k.atLeast("data.test_samples", int64(d.TestSamples), 0)
-	k.real("data.train_frac", d.TrainFrac, 0, 1, true)
-	if d.TrainFrac == 1 {
-		k.fail("data.train_frac", "1 leaves no test split; want a fraction in (0, 1)")
-	}
+	k.real("data.train_frac", d.TrainFrac, 0, 1, "()") // 1 would leave no test split
 	k.atLeast("data.image_size", int64(d.ImageSize), 0)
 	k.atLeast("data.pad_to", int64(d.PadTo), 0)
 	if d.PadTo > 4096 {
@@ -175,7 +167,7 @@ func (c Config) validateAlgorithm(k *checker) {
 	if _, err := fl.LookupAlgorithm(a.Name); err != nil {
 		k.fail("algorithm.name", "%v", err)
 	}
-	k.real("algorithm.mu", a.Mu, 0, inf, false)
+	k.real("algorithm.mu", a.Mu, 0, inf, "[]")
 	k.oneOf("algorithm.generic_loss", a.GenericLoss, "balanced", "ce")
 	if _, err := generatedRoles(a.Generate); err != nil {
 		k.fail("algorithm.generate", "%v", err)
@@ -188,21 +180,18 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.atLeast("algorithm.hyper.hidden", h.Hidden, 1)
 	k.atLeast("algorithm.hyper.layers", int64(h.Layers), 1)
 	if h.LR != nil {
-		k.real("algorithm.hyper.lr", *h.LR, 0, inf, true)
+		k.real("algorithm.hyper.lr", *h.LR, 0, inf, "(]")
 	}
-	k.real("algorithm.hyper.momentum", h.Momentum, 0, 1, false)
-	if h.Momentum == 1 {
-		k.fail("algorithm.hyper.momentum", "1; want a value in [0, 1)")
-	}
-	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, false)
+	k.real("algorithm.hyper.momentum", h.Momentum, 0, 1, "[)")
+	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, "[]")
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
-	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, false)
+	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 }
 
 func (c Config) validateTrain(k *checker) {
 	t := c.Train
 	k.atLeast("train.rounds", int64(t.Rounds), 1)
-	k.real("train.participation", t.Participation, 0, 1, true)
+	k.real("train.participation", t.Participation, 0, 1, "(]")
 	if k.err == nil && c.Data.Clients >= 1 {
 		if n := int(t.Participation * float64(c.Data.Clients)); n < 1 {
 			k.fail("train.participation", "%g × data.clients %d selects no client; want participation >= %g",
@@ -211,12 +200,9 @@ func (c Config) validateTrain(k *checker) {
 	}
 	k.atLeast("train.epochs", int64(t.Epochs), 1)
 	k.atLeast("train.batch", int64(t.Batch), 1)
-	k.real("train.lr", t.LR, 0, inf, true)
-	k.real("train.momentum", t.Momentum, 0, 1, false)
-	if t.Momentum == 1 {
-		k.fail("train.momentum", "1; want a value in [0, 1)")
-	}
-	k.real("train.weight_decay", t.WeightDecay, 0, inf, false)
+	k.real("train.lr", t.LR, 0, inf, "(]")
+	k.real("train.momentum", t.Momentum, 0, 1, "[)")
+	k.real("train.weight_decay", t.WeightDecay, 0, inf, "[]")
 	k.atLeast("train.eval_every", int64(t.EvalEvery), 0)
 	k.atLeast("train.eval_chunk", int64(t.EvalChunk), 0)
 	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)

@@ -79,9 +79,9 @@ func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	r.load(s, r.evalM, ids)
-	if r.gen != nil {
+	if r.hooks.gen != nil {
 		s.SetGradEnabled(false)
-		r.loadGenerated(s, r.evalM, r.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
+		r.loadGenerated(s, r.evalM, r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
 		s.SetGradEnabled(true)
 	}
 	if ft := r.hooks.fineTune; ft != nil {

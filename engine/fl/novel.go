@@ -110,10 +110,10 @@ func (r *Run) FineTuneNovel(cfg NovelConfig) (NovelCurve, error) {
 // tuneNovel fine-tunes and evaluates the novel clients, filling epochs[e] with the
 // evaluation after e epochs, and says what it tuned.
 func (r *Run) tuneNovel(cfg NovelConfig, novel []int, epochs []EvalResult) (string, error) {
-	if r.gen == nil {
+	if r.hooks.gen == nil {
 		return r.tuneRows(cfg, novel, epochs)
 	}
-	t, ok := r.gen.(tunable)
+	t, ok := r.hooks.gen.(tunable)
 	if !ok {
 		return "", fmt.Errorf("fl: novel: %s cannot fine-tune its generator", r.strat.Name())
 	}

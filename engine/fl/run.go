@@ -28,9 +28,8 @@ type Run struct {
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
 	personal []bool
-	hooks    hooks      // the strategy's lifecycle hooks (strategy.go)
-	gen      Generative // nil unless the strategy generates parameters
-	genIdx   []int      // indices of the generated parameters, in model order
+	hooks    hooks // the strategy's lifecycle hooks (strategy.go)
+	genIdx   []int // indices of the generated parameters, in model order
 	isGen    []bool
 	stacked  model.Model // K = PerRound
 	evalM    model.Model // K = EvalChunk
@@ -138,10 +137,9 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
-	r.gen = r.hooks.gen
 	for i, p := range r.global.Params().List {
 		personal := strat.Personal(p)
-		generated := r.gen != nil && r.gen.Generated(p)
+		generated := r.hooks.gen != nil && r.hooks.gen.Generated(p)
 		if personal && generated {
 			r.Close()
 			return nil, fmt.Errorf("fl: %s: %s is both personal and generated", strat.Name(), p.Name)
@@ -250,8 +248,8 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	defer s.Close()
 	t0 := time.Now()
 	var generated []*cuda.Tensor // with the graph back to the server's parameters
-	if r.gen != nil {
-		generated = r.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(met.Clients)))
+	if r.hooks.gen != nil {
+		generated = r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(met.Clients)))
 		if len(generated) != len(r.genIdx) {
 			return met, fmt.Errorf("fl: %s generated %d parameters, want %d", r.strat.Name(), len(generated), len(r.genIdx))
 		}
@@ -341,12 +339,12 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 		sizes[i] = len(r.fed.Part.Train[c])
 	}
 	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes))
-	if r.gen != nil {
+	if r.hooks.gen != nil {
 		trained := make([]*cuda.Tensor, len(r.genIdx))
 		for j, i := range r.genIdx {
 			trained[j] = r.stacked.Params().List[i].T
 		}
-		r.gen.Learn(s, generated, trained, w)
+		r.hooks.gen.Learn(s, generated, trained, w)
 	}
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(true)
