@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"pfl/cuda"
@@ -39,9 +40,23 @@ type stack struct {
 }
 
 func newStack(t *testing.T, g *golden.File, spec model.Spec, k int) *stack {
+	f, err := spec.Builder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := spec.Classes
+	if spec.Vocab != 0 {
+		classes = spec.Vocab
+	}
+	return newStackOf(t, g, model.Factory(f), k, classes)
+}
+
+// newStackOf is newStack for a model built by f, with labels in [0, classes): the golden
+// sizes of FocalNet and the LSTM are below what a Spec sets (stage widths, hidden size).
+func newStackOf(t *testing.T, g *golden.File, f model.Factory, k int, classes int64) *stack {
 	gen, _ := cuda.NewGenerator(7, cuda.CPU)
 	t.Cleanup(func() { gen.Close() })
-	m, err := model.Build(spec, k, cuda.CPU, cuda.Float64, gen)
+	m, err := f(k, cuda.CPU, cuda.Float64, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +64,7 @@ func newStack(t *testing.T, g *golden.File, spec model.Spec, k int) *stack {
 	s := cuda.NewScope()
 	t.Cleanup(func() { s.Close() })
 	s.SetGradEnabled(false)
-	st := &stack{t: t, g: g, m: m, s: s, gen: gen, k: k, classes: spec.Classes}
+	st := &stack{t: t, g: g, m: m, s: s, gen: gen, k: k, classes: classes}
 	for _, p := range m.Params().List {
 		v, shape := g.Values("w/" + p.Name)
 		s.CopyFrom(s.Narrow(p.T, 0, goldenRow, 1), cuda.FromSlice(s, cuda.CPU, v, append([]int64{1}, shape...)...))
@@ -192,7 +207,62 @@ func TestTextTransformerMatchesPyTorch(t *testing.T) {
 	none := 0.0
 	spec := model.Spec{Preset: "text-transformer", Vocab: n("vocab"), SeqLen: n("seq_len"), Dim: n("dim"), MLP: n("ffn"),
 		Heads: n("heads"), HeadDim: n("dim_head"), Depth: n("depth"), Dropout: &none}
-	st := newStack(t, g, spec, 3)
-	st.classes = spec.Vocab
-	st.matchForwardBackward()
+	newStack(t, g, spec, 3).matchForwardBackward()
+}
+
+// TestPerfixViTMatchesPyTorch: timm's ViT layout (Conv2d stem, biased fused qkv, LayerNorm
+// eps 1e-6, final norm before the class token's head) with FedPerfix's prefix adapter in
+// its last block only (qkv(x) + 1.5·[0, ΔK, ΔV], ΔK‖ΔV = up(tanh(down(norm1(x))))), in
+// PyTorch and as pfl's vit-s16-perfix preset at a small size, give the same logits, loss
+// and gradients, the adapter's included.
+func TestPerfixViTMatchesPyTorch(t *testing.T) {
+	g := golden.Open(t, "testdata/golden/perfix_vit.safetensors")
+	n := func(k string) int64 { return metaInt(t, g, k) }
+	scale, err := strconv.ParseFloat(g.Metadata("scale"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dim, heads := n("dim"), n("heads")
+	spec := model.Spec{Preset: "vit-s16-perfix", Image: n("image"), Patch: n("patch"), Channels: n("channels"),
+		Dim: dim, Depth: n("depth"), Heads: heads, HeadDim: dim / heads, MLP: n("mlp"), Classes: n("classes"),
+		Prefix: model.PrefixConfig{Blocks: n("prefix_blocks"), Mid: n("mid"), Scale: scale}}
+	newStack(t, g, spec, 3).matchForwardBackward()
+}
+
+// TestFocalNetMatchesPyTorch: microsoft/FocalNet's layout in PyTorch (two stages with the
+// 2×2 downsampler between them, three focal levels: kernels 3, 5 and 7 over 4×4 and 2×2
+// maps) and pfl's FocalNet give the same logits, loss and gradients.
+func TestFocalNetMatchesPyTorch(t *testing.T) {
+	g := golden.Open(t, "testdata/golden/focalnet.safetensors")
+	n := func(k string) int64 { return metaInt(t, g, k) }
+	list := func(k string) []int64 {
+		var out []int64
+		for _, f := range strings.Split(g.Metadata(k), ",") {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				t.Fatalf("golden metadata %s: %v", k, err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	c := model.FocalNetConfig{Image: n("image"), Patch: n("patch"), Channels: n("channels"), Dims: list("dims"),
+		Depths: list("depths"), Levels: n("levels"), Window: n("window"), MLPRatio: n("mlp_ratio"), Classes: n("classes")}
+	f := func(k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (model.Model, error) {
+		return model.NewFocalNet("focalnet-golden", c, k, dev, dt, gen)
+	}
+	newStackOf(t, g, f, 3, c.Classes).matchForwardBackward()
+}
+
+// TestLSTMMatchesPyTorch: the next-character LSTM as torch.nn.LSTM computes it (gate order
+// i, f, g, o; both biases) and pfl's step-by-step recurrence give the same logits, loss and
+// gradients through every time step of both layers.
+func TestLSTMMatchesPyTorch(t *testing.T) {
+	g := golden.Open(t, "testdata/golden/lstm.safetensors")
+	n := func(k string) int64 { return metaInt(t, g, k) }
+	c := model.LSTMConfig{Vocab: n("vocab"), Embed: n("embed"), Hidden: n("hidden"), Layers: n("layers"), SeqLen: n("seq_len")}
+	f := func(k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (model.Model, error) {
+		return model.NewLSTM("lstm-golden", c, k, dev, dt, gen)
+	}
+	newStackOf(t, g, f, 3, c.Vocab).matchForwardBackward()
 }

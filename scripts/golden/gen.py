@@ -14,6 +14,10 @@ Outputs (safetensors, F64 and I64):
                                                        weights after three SGD steps
   engine/model/testdata/golden/convnet.safetensors    the same for pFedHN's ConvNet (no epoch)
   engine/model/testdata/golden/text_transformer.safetensors  and for the Shakespeare Transformer
+  engine/model/testdata/golden/perfix_vit.safetensors  timm's ViT layout with FedPerfix's K/V
+                                                       prefix adapter in its last block
+  engine/model/testdata/golden/focalnet.safetensors   microsoft/FocalNet's layout, two stages
+  engine/model/testdata/golden/lstm.safetensors       the next-character LSTM (torch.nn.LSTM)
   engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
                                                        client weights, generated matrices,
                                                        gradients, and the weights and momentum
@@ -258,6 +262,219 @@ def text_transformer():
                       {k: str(v) for k, v in cfg.items()})
 
 
+class PerfixViT(nn.Module):
+    """timm's ViT (vit_small_patch16_224's layout at a small size: Conv2d patch stem, CLS
+    token, learned positions, pre-norm blocks with a biased fused qkv, LayerNorm eps 1e-6,
+    exact GELU, the final norm over every token, then the head on the class token) with
+    FedPerfix's prefix in the last `prefix_blocks` blocks: an adapter
+    up(tanh(down(norm1(x)))) of width 2*dim whose halves are added, times `scale`, to K and
+    V (qkv = qkv(x) + s*[0, dK, dV]), the official code's additive form."""
+
+    def __init__(self, image, patch, channels, dim, depth, heads, mlp, classes, prefix_blocks, mid, scale):
+        super().__init__()
+        self.heads, self.scale, self.depth, self.prefix_blocks = heads, scale, depth, prefix_blocks
+        self.stem = nn.Conv2d(channels, dim, patch, stride=patch)
+        n = (image // patch) ** 2
+        self.cls_token = nn.Parameter(0.1 * torch.randn(1, 1, dim))
+        self.pos_embed = nn.Parameter(0.1 * torch.randn(1, n + 1, dim))
+        self.blocks = nn.ModuleList()
+        for i in range(depth):
+            b = nn.ModuleDict({"norm1": nn.LayerNorm(dim, eps=1e-6), "qkv": nn.Linear(dim, 3 * dim),
+                               "proj": nn.Linear(dim, dim), "norm2": nn.LayerNorm(dim, eps=1e-6),
+                               "fc1": nn.Linear(dim, mlp), "fc2": nn.Linear(mlp, dim)})
+            if i >= depth - prefix_blocks:
+                b["down"], b["up"] = nn.Linear(dim, mid), nn.Linear(mid, 2 * dim)
+            self.blocks.append(b)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, classes)
+
+    def attention(self, b, x):
+        bsz, n, c = x.shape
+        qkv = b["qkv"](x)
+        if "down" in b:
+            kv = b["up"](torch.tanh(b["down"](x)))
+            qkv = qkv + self.scale * torch.cat([torch.zeros_like(x), kv], dim=-1)
+        q, k, v = qkv.reshape(bsz, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        attn = torch.softmax(q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5, dim=-1)
+        return b["proj"]((attn @ v).transpose(1, 2).reshape(bsz, n, c))
+
+    def forward(self, img):
+        x = self.stem(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for b in self.blocks:
+            x = x + self.attention(b, b["norm1"](x))
+            x = x + b["fc2"](torch.nn.functional.gelu(b["fc1"](b["norm2"](x))))
+        return self.head(self.norm(x)[:, 0])
+
+    def pfl_params(self):
+        out = {"patch_embed.proj.weight": self.stem.weight, "patch_embed.proj.bias": self.stem.bias,
+               "cls_token": self.cls_token, "pos_embed": self.pos_embed}
+        for i, b in enumerate(self.blocks):
+            p = f"blocks.{i}."
+            out.update({p + "norm1.weight": b["norm1"].weight, p + "norm1.bias": b["norm1"].bias,
+                        p + "attn.qkv.weight": b["qkv"].weight, p + "attn.qkv.bias": b["qkv"].bias,
+                        p + "attn.proj.weight": b["proj"].weight, p + "attn.proj.bias": b["proj"].bias,
+                        p + "norm2.weight": b["norm2"].weight, p + "norm2.bias": b["norm2"].bias,
+                        p + "mlp.fc1.weight": b["fc1"].weight, p + "mlp.fc1.bias": b["fc1"].bias,
+                        p + "mlp.fc2.weight": b["fc2"].weight, p + "mlp.fc2.bias": b["fc2"].bias})
+            if "down" in b:
+                out.update({p + "attn.adapter.down.weight": b["down"].weight, p + "attn.adapter.down.bias": b["down"].bias,
+                            p + "attn.adapter.up.weight": b["up"].weight, p + "attn.adapter.up.bias": b["up"].bias})
+        out.update({"norm.weight": self.norm.weight, "norm.bias": self.norm.bias,
+                    "head.weight": self.head.weight, "head.bias": self.head.bias})
+        return out
+
+
+def perturb_norms(params):
+    """LayerNorm affines away from 1 and 0, so that a swapped or missing affine is seen."""
+    with torch.no_grad():
+        for name, p in params.items():
+            if "norm" in name and p.requires_grad:
+                p.add_(0.1 * torch.randn_like(p))
+
+
+def forward_backward(m, x, y, classes):
+    """The golden record of one batch: weights, inputs, logits, mean cross-entropy and the
+    gradient of every parameter."""
+    params = m.pfl_params()
+    out = {"w/" + k: v.detach().clone() for k, v in params.items()}
+    logits = m(x)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, classes), y.reshape(-1))
+    grads = torch.autograd.grad(loss, list(params.values()))
+    out.update({"x": x, "y": y, "logits": logits, "loss": loss.reshape(1)})
+    out.update({"grad/" + k: g for k, g in zip(params, grads)})
+    return out
+
+
+def perfix_vit():
+    torch.manual_seed(5)
+    cfg = dict(image=8, patch=4, channels=3, dim=16, depth=2, heads=2, mlp=32, classes=3,
+               prefix_blocks=1, mid=6, scale=1.5)
+    m = PerfixViT(**cfg)
+    perturb_norms(m.pfl_params())
+    out = forward_backward(m, torch.randn(5, 3, 8, 8), torch.tensor([2, 0, 1, 1, 2]), cfg["classes"])
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/perfix_vit.safetensors"), out,
+                      {k: str(v) for k, v in cfg.items()})
+
+
+class FocalModulation(nn.Module):
+    """microsoft/FocalNet's focal modulation (classification/focalnet.py, defaults: bias,
+    no post-LN, no normalized modulator) on channels-last x [B, H, W, C]."""
+
+    def __init__(self, dim, window, levels):
+        super().__init__()
+        self.levels = levels
+        self.f = nn.Linear(dim, 2 * dim + levels + 1)
+        self.h = nn.Conv2d(dim, dim, 1)
+        self.proj = nn.Linear(dim, dim)
+        self.focal = nn.ModuleList(
+            nn.Conv2d(dim, dim, 2 * l + window, padding=(2 * l + window) // 2, groups=dim, bias=False)
+            for l in range(levels))
+
+    def forward(self, x):
+        c = x.shape[-1]
+        q, ctx, gates = torch.split(self.f(x).permute(0, 3, 1, 2), (c, c, self.levels + 1), 1)
+        ctx_all = 0
+        for l, conv in enumerate(self.focal):
+            ctx = torch.nn.functional.gelu(conv(ctx))
+            ctx_all = ctx_all + ctx * gates[:, l:l + 1]
+        glob = torch.nn.functional.gelu(ctx.mean(2, keepdim=True).mean(3, keepdim=True))
+        ctx_all = ctx_all + glob * gates[:, self.levels:]
+        return self.proj((q * self.h(ctx_all)).permute(0, 2, 3, 1))
+
+
+class FocalNet(nn.Module):
+    """FocalNet: Conv2d patch stem + LayerNorm, stages of pre-LN blocks (modulation, then a
+    GELU MLP), Conv2d 2x2/2 + LayerNorm between stages, final LayerNorm, average pool, head."""
+
+    def __init__(self, image, patch, channels, dims, depths, levels, window, mlp_ratio, classes):
+        super().__init__()
+        self.stem, self.stem_norm = nn.Conv2d(channels, dims[0], patch, stride=patch), nn.LayerNorm(dims[0])
+        self.stages = nn.ModuleList()
+        for si, (d, depth) in enumerate(zip(dims, depths)):
+            st = nn.ModuleDict({"blocks": nn.ModuleList(nn.ModuleDict({
+                "norm1": nn.LayerNorm(d), "mod": FocalModulation(d, window, levels), "norm2": nn.LayerNorm(d),
+                "fc1": nn.Linear(d, mlp_ratio * d), "fc2": nn.Linear(mlp_ratio * d, d)}) for _ in range(depth))})
+            if si + 1 < len(dims):
+                st["down"], st["down_norm"] = nn.Conv2d(d, dims[si + 1], 2, stride=2), nn.LayerNorm(dims[si + 1])
+            self.stages.append(st)
+        self.norm, self.head = nn.LayerNorm(dims[-1]), nn.Linear(dims[-1], classes)
+
+    def forward(self, img):
+        x = self.stem_norm(self.stem(img).permute(0, 2, 3, 1))  # [B, H, W, C]
+        for st in self.stages:
+            for b in st["blocks"]:
+                x = x + b["mod"](b["norm1"](x))
+                x = x + b["fc2"](torch.nn.functional.gelu(b["fc1"](b["norm2"](x))))
+            if "down" in st:
+                x = st["down_norm"](st["down"](x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1))
+        return self.head(self.norm(x).mean((1, 2)))
+
+    def pfl_params(self):
+        out = {"patch_embed.proj.weight": self.stem.weight, "patch_embed.proj.bias": self.stem.bias,
+               "patch_embed.norm.weight": self.stem_norm.weight, "patch_embed.norm.bias": self.stem_norm.bias}
+        for si, st in enumerate(self.stages):
+            for bi, b in enumerate(st["blocks"]):
+                p = f"layers.{si}.blocks.{bi}."
+                mod = b["mod"]
+                out.update({p + "norm1.weight": b["norm1"].weight, p + "norm1.bias": b["norm1"].bias,
+                            p + "modulation.f.weight": mod.f.weight, p + "modulation.f.bias": mod.f.bias})
+                out.update({f"{p}modulation.focal_layers.{l}.0.weight": conv.weight for l, conv in enumerate(mod.focal)})
+                out.update({p + "modulation.h.weight": mod.h.weight, p + "modulation.h.bias": mod.h.bias,
+                            p + "modulation.proj.weight": mod.proj.weight, p + "modulation.proj.bias": mod.proj.bias,
+                            p + "norm2.weight": b["norm2"].weight, p + "norm2.bias": b["norm2"].bias,
+                            p + "mlp.fc1.weight": b["fc1"].weight, p + "mlp.fc1.bias": b["fc1"].bias,
+                            p + "mlp.fc2.weight": b["fc2"].weight, p + "mlp.fc2.bias": b["fc2"].bias})
+            if "down" in st:
+                p = f"layers.{si}.downsample."
+                out.update({p + "proj.weight": st["down"].weight, p + "proj.bias": st["down"].bias,
+                            p + "norm.weight": st["down_norm"].weight, p + "norm.bias": st["down_norm"].bias})
+        out.update({"norm.weight": self.norm.weight, "norm.bias": self.norm.bias,
+                    "head.weight": self.head.weight, "head.bias": self.head.bias})
+        return out
+
+
+def focalnet():
+    torch.manual_seed(6)
+    # two stages (so the downsampler is tested), three levels (kernels 3, 5, 7 on 4x4 and 2x2 maps)
+    cfg = dict(image=8, patch=2, channels=3, dims=[8, 16], depths=[1, 1], levels=3, window=3, mlp_ratio=2, classes=4)
+    m = FocalNet(**cfg)
+    perturb_norms(m.pfl_params())
+    out = forward_backward(m, torch.randn(4, 3, 8, 8), torch.tensor([3, 0, 1, 2]), cfg["classes"])
+    meta = {k: (",".join(map(str, v)) if isinstance(v, list) else str(v)) for k, v in cfg.items()}
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/focalnet.safetensors"), out, meta)
+
+
+class CharLSTM(nn.Module):
+    """FedTP's (and LEAF's) NextCharacterLSTM: Embedding -> nn.LSTM (batch first) -> Linear."""
+
+    def __init__(self, vocab, embed, hidden, layers):
+        super().__init__()
+        self.encoder = nn.Embedding(vocab, embed)
+        self.rnn = nn.LSTM(embed, hidden, layers, batch_first=True)
+        self.decoder = nn.Linear(hidden, vocab)
+
+    def forward(self, x):
+        return self.decoder(self.rnn(self.encoder(x))[0])
+
+    def pfl_params(self):
+        out = {"encoder.weight": self.encoder.weight}
+        out.update({"rnn." + k: v for k, v in self.rnn.named_parameters()})
+        out.update({"decoder.weight": self.decoder.weight, "decoder.bias": self.decoder.bias})
+        return out
+
+
+def lstm():
+    torch.manual_seed(7)
+    cfg = dict(vocab=20, embed=4, hidden=6, layers=2, seq_len=5)
+    m = CharLSTM(cfg["vocab"], cfg["embed"], cfg["hidden"], cfg["layers"])
+    x = torch.randint(0, cfg["vocab"], (3, cfg["seq_len"]))
+    y = torch.randint(0, cfg["vocab"], (3, cfg["seq_len"]))
+    out = forward_backward(m, x, y, cfg["vocab"])
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/lstm.safetensors"), out,
+                      {k: str(v) for k, v in cfg.items()})
+
+
 def hypernetwork():
     torch.manual_seed(2)
     clients, embed, hidden, layers = 4, 5, 7, 3
@@ -305,4 +522,7 @@ if __name__ == "__main__":
     tiny_vit()
     convnet()
     text_transformer()
+    perfix_vit()
+    focalnet()
+    lstm()
     hypernetwork()
