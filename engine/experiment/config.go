@@ -101,6 +101,29 @@ type ModelConfig struct {
 	Heads   int64  `mapstructure:"heads" json:"heads"`       // tiny-vit attention heads; default 8
 	HeadDim int64  `mapstructure:"head_dim" json:"head_dim"` // tiny-vit head width; default 64
 	MLP     int64  `mapstructure:"mlp" json:"mlp"`           // tiny-vit feed-forward width; default 256
+
+	// Plug-ins of the ViT presets (FedPerfix Table 6). Zero keeps the preset's (none, or
+	// vit-s16-perfix's prefix); fedperfix, prompts and adapters add their own plug-in with
+	// their defaults, and any field set here replaces that default.
+	Prefix  PrefixConfig  `mapstructure:"prefix" json:"prefix"`
+	Prompts int64         `mapstructure:"prompts" json:"prompts"` // deep prompt tokens per block; fedperfix's prompts variant: 10
+	Adapter AdapterConfig `mapstructure:"adapter" json:"adapter"`
+}
+
+// PrefixConfig is FedPerfix's K/V prefix adapter (§3.5, Eq. 4): in the last Blocks blocks,
+// Tanh(norm1(x) W_down) W_up gives per-token K and V offsets added, times Scale, to the
+// attention's K and V (the official code's additive form).
+type PrefixConfig struct {
+	Blocks int64   `mapstructure:"blocks" json:"blocks"` // the last Blocks blocks get one; fedperfix: all
+	Mid    int64   `mapstructure:"mid" json:"mid"`       // bottleneck width; fedperfix: 256 (official preset)
+	Scale  float64 `mapstructure:"scale" json:"scale"`   // s; fedperfix: 1.5 (official preset)
+}
+
+// AdapterConfig is an adapter x + Scale·W_up Tanh(W_down x) after every block's MLP
+// (zero-initialized W_up: it starts as the identity).
+type AdapterConfig struct {
+	Mid   int64   `mapstructure:"mid" json:"mid"`     // bottleneck width; the adapters variant: 512 (official --mid_dim)
+	Scale float64 `mapstructure:"scale" json:"scale"` // adapters variant: 1
 }
 
 // AlgorithmConfig selects the federated algorithm.
@@ -115,9 +138,16 @@ type AlgorithmConfig struct {
 	// Generate lists the roles FedTP's hypernetwork generates (the paper's Table V
 	// ablation): role names from `pfl models`, or "encoder" for attn_qkv, attn_out, mlp
 	// and norm; default [attn_qkv].
-	Generate []string    `mapstructure:"generate" json:"generate"`
-	Hyper    HyperConfig `mapstructure:"hyper" json:"hyper"`
-	KNN      KNNConfig   `mapstructure:"knn" json:"knn"`
+	Generate []string `mapstructure:"generate" json:"generate"`
+	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
+	// local: roles from `pfl models` and block indices (every parameter of block i, as the
+	// official FedPerfix preset keeps blocks.11 on CIFAR-100). Unset: the algorithm's own
+	// (fedperfix: adapter and head; partial has none and needs local_roles or
+	// local_blocks).
+	LocalRoles  []string    `mapstructure:"local_roles" json:"local_roles"`
+	LocalBlocks []int       `mapstructure:"local_blocks" json:"local_blocks"`
+	Hyper       HyperConfig `mapstructure:"hyper" json:"hyper"`
+	KNN         KNNConfig   `mapstructure:"knn" json:"knn"`
 }
 
 // KNNConfig is FedTP+KNN's evaluation (official code's values).
@@ -150,6 +180,12 @@ type TrainConfig struct {
 	// bigger passes, more device memory for one more stacked model); default the clients
 	// per round.
 	EvalChunk int `mapstructure:"eval_chunk" json:"eval_chunk"`
+	// EvalProtocol is when an evaluation sees each client's model: "fedtp" (every client
+	// after the server update: the new global shared part with its personal part, FedTP's
+	// official code) or "fedperfix" (the round's trained clients right after their local
+	// training, before aggregation, the others after it, FedPerfix's official code);
+	// default fedtp. results.md names the protocol of every table.
+	EvalProtocol string `mapstructure:"eval_protocol" json:"eval_protocol"`
 	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std
 	// averages the evaluations of rounds (1-based) >= rounds − TailRounds, as the official
 	// code's test_round = comm_round − 200 (41 evaluations at 1,500 rounds evaluated every
@@ -182,7 +218,7 @@ func DefaultConfig() Config {
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}},
-		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
+		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
 	}
@@ -245,10 +281,35 @@ func (c AlgorithmConfig) Strategy() fl.Strategy {
 func (c AlgorithmConfig) options() fl.Options {
 	h := c.Hyper
 	roles, _ := generatedRoles(c.Generate)
-	return fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
+	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}}
+		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, LocalBlocks: c.LocalBlocks}
+	if c.LocalRoles != nil {
+		o.LocalRoles, _ = localRoles(c.LocalRoles)
+	}
+	return o
+}
+
+// partialAlgorithms are the algorithms that read algorithm.local_roles and local_blocks.
+var partialAlgorithms = []string{"partial", "fedperfix", "prompts", "adapters"}
+
+// localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
+// only local_blocks local).
+func localRoles(names []string) ([]model.Role, error) {
+	out := []model.Role{}
+	for _, n := range names {
+		r, ok := model.ParseRole(n)
+		if !ok {
+			var valid []string
+			for _, r := range model.Roles() {
+				valid = append(valid, r.String())
+			}
+			return nil, fmt.Errorf("unknown role %q; choose from %v", n, valid)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),

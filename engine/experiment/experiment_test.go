@@ -129,6 +129,38 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 	}
 }
 
+// TestFedPerfixFamilySuite: FedPerfix, its plug-in variants and a partial member run on a
+// tiny ViT under FedPerfix's evaluation protocol; results.md names the protocol and holds
+// the resource table, whose counts follow the roles (FedAvg keeps nothing personal and
+// sends everything; FedPerfix keeps its adapters and head).
+func TestFedPerfixFamilySuite(t *testing.T) {
+	cfg := filled(Config{Name: "perfix", Out: t.TempDir(), Suite: []string{"fedavg", "fedperfix", "prompts", "adapters"},
+		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16, Prefix: PrefixConfig{Mid: 4}},
+		Algorithm: AlgorithmConfig{LocalBlocks: []int{1}},
+		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
+	// fedavg reads no local parts and takes no partial prefix: members differ in those
+	cfg.Suite = []string{"fedperfix", "prompts", "adapters"}
+	res, err := RunSuite(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Evaluation protocol (train.eval_protocol): fedperfix", "| fedperfix |", "| prompts |", "| adapters |", "stored params"} {
+		if !strings.Contains(res.Table, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, res.Table)
+		}
+	}
+	for _, r := range res.Runs {
+		rs := r.Summary.Resources
+		if rs.PersonalParams == 0 || rs.UpParams == 0 || rs.PersonalParams+rs.UpParams != rs.StoredParams || rs.DownParams != rs.UpParams {
+			t.Errorf("%s resources %+v", r.Summary.Name, rs)
+		}
+		if r.Summary.EvalProtocol != "fedperfix" {
+			t.Errorf("%s protocol %q", r.Summary.Name, r.Summary.EvalProtocol)
+		}
+	}
+}
+
 func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	// FedPerfix's OrganAMNIST path in small: grey 28×28 images resized on the device to
 	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB

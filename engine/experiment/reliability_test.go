@@ -67,6 +67,15 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
 		{func(c *Config) { c.Name = "../x" }, "name"},
 		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
+		{func(c *Config) { c.Model.Prefix.Mid = 8 }, "model.prefix"}, // convnet takes no plug-ins
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", 8 }, "model.prefix"}, // fedavg adds no blocks
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Scale = "tiny-vit", nan }, "model.prefix.scale"},
+		{func(c *Config) { c.Model.Preset, c.Model.Adapter.Scale = "tiny-vit", 2 }, "model.adapter.mid"},
+		{func(c *Config) { c.Algorithm.LocalRoles = []string{"head"} }, "algorithm.local_roles"}, // fedavg reads none
+		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalRoles = "partial", []string{"attention"} }, "algorithm.local_roles"},
+		{func(c *Config) { c.Algorithm.Name = "partial" }, "algorithm.local_roles"},
+		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalBlocks = "fedperfix", []int{-1} }, "algorithm.local_blocks"},
+		{func(c *Config) { c.Train.EvalProtocol = "before" }, "train.eval_protocol"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)
@@ -314,7 +323,7 @@ func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", 100000
 	cfg = cfg.Resolved()
-	build, err := builder(cfg.Model, 10, 3, 32, 32, cudaCPU)
+	build, err := builder(cfg, 10, 3, 32, 32, cudaCPU)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,11 @@ type Summary struct {
 
 	// Novel is the novel-client study (data.holdout > 0), one entry per tuned part.
 	Novel []NovelSummary `json:"novel,omitempty"`
+
+	// EvalProtocol is train.eval_protocol: when the evaluations saw each client's model.
+	EvalProtocol string `json:"eval_protocol"`
+	// Resources is one client's storage, computation and communication.
+	Resources fl.Resources `json:"resources"`
 }
 
 // Result is a finished experiment.
@@ -203,7 +208,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		up.Mean, up.Std = data.ChannelStats(sp.Train)
 	}
 	ch, h, w := up.Shape(sp.Train)
-	build, err := builder(cfg.Model, sp.Train.Classes, ch, h, w, dev)
+	build, err := builder(cfg, sp.Train.Classes, ch, h, w, dev)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +245,8 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
-		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk}
+		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
+		Protocol: fl.EvalProtocol(t.EvalProtocol)}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
@@ -388,6 +394,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	}
 	res := &Result{Dir: dir, History: run.History}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
+	res.Summary.EvalProtocol, res.Summary.Resources = cfg.Train.EvalProtocol, run.Resources()
 	if wall := time.Since(start).Seconds(); wall > 0 {
 		res.Summary.WallSeconds = wall
 		res.Summary.SamplesPerSec = float64(samples) / wall
@@ -503,18 +510,41 @@ func normalization(d DataConfig, ch int) (mean, std []float64, err error) {
 // spec is the model config as a model.Spec, without the data's geometry.
 func (mc ModelConfig) spec() model.Spec {
 	return model.Spec{Preset: mc.Preset, Depth: mc.Depth, Patch: mc.Patch, Dim: mc.Dim, Heads: mc.Heads,
-		HeadDim: mc.HeadDim, MLP: mc.MLP}
+		HeadDim: mc.HeadDim, MLP: mc.MLP, Prompts: mc.Prompts,
+		Prefix:  model.PrefixConfig{Blocks: mc.Prefix.Blocks, Mid: mc.Prefix.Mid, Scale: mc.Prefix.Scale},
+		Adapter: model.MLPAdapterConfig{Mid: mc.Adapter.Mid, Scale: mc.Adapter.Scale}}
+}
+
+// shaped is the configured model's spec as the algorithm trains it: a Shaper (FedPerfix
+// and its plug-in variants) adds its plug-in.
+func (c Config) shaped(s model.Spec) (model.Spec, error) {
+	strat := c.Algorithm.Strategy()
+	if cl, ok := strat.(io.Closer); ok {
+		defer cl.Close()
+	}
+	if sh, ok := strat.(fl.Shaper); ok {
+		out, err := sh.Shape(s)
+		if err != nil {
+			return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
+		}
+		return out, nil
+	}
+	return s, nil
 }
 
 // builder builds the configured model for the dataset: image models take the data's
 // square side, channels and classes (data.image_size resizes the images, data.channels
 // repeats a grey channel), so one preset serves CIFAR-sized and 224-pixel inputs alike.
-func builder(mc ModelConfig, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
+func builder(cfg Config, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
 	if h != w {
 		return nil, fmt.Errorf("data.image_size: the images are %d×%d; the models take square images (data.image_size resizes)", h, w)
 	}
-	s := mc.spec()
+	s := cfg.Model.spec()
 	s.Image, s.Channels, s.Classes = int64(h), int64(nCh), int64(nClasses)
+	s, err := cfg.shaped(s)
+	if err != nil {
+		return nil, err
+	}
 	return modelBuilder(s, dev)
 }
 

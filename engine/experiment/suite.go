@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"pfl/engine/internal/atomicfile"
 	"strings"
+
+	"pfl/engine/fl"
+	"pfl/engine/internal/atomicfile"
 )
 
 // SuiteResult is a finished comparison: one run per algorithm, a results table and one
@@ -147,15 +149,61 @@ func runMembers(ctx context.Context, dir string, members []Config, resume bool, 
 
 // table writes both papers' protocols for every run: FedTP's (micro accuracy, mean ± std
 // over the evaluations of the last 200 rounds) and FedPerfix's (the last evaluation's
-// per-client mean ± std).
+// per-client mean ± std), the evaluation protocol the runs used, and the resource table.
 func table(runs []*Result) string {
 	var b strings.Builder
+	protocols := map[string]bool{}
+	for _, r := range runs {
+		protocols[r.Summary.EvalProtocol] = true
+	}
+	for _, p := range []string{string(fl.EvalFedTP), string(fl.EvalFedPerfix)} {
+		if protocols[p] {
+			fmt.Fprintf(&b, "Evaluation protocol (train.eval_protocol): %s — %s.\n\n", p, protocolText[p])
+		}
+	}
 	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | wall s |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
 		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
 			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.WallSeconds)
+	}
+	return b.String() + resourceTable(runs)
+}
+
+// protocolText says what each evaluation protocol means, for results.md.
+var protocolText = map[string]string{
+	string(fl.EvalFedTP):     "every client evaluated after the server update, with the new global shared part and its own personal part (FedTP's official code)",
+	string(fl.EvalFedPerfix): "the round's trained clients evaluated right after local training, before aggregation; the others after it (FedPerfix's official code)",
+}
+
+// resourceTable is FedPerfix's resource columns (Table 2) for every run, with pfl's
+// definitions (fl.Resources) and percentages of the fedavg member's when the suite has one.
+func resourceTable(runs []*Result) string {
+	var base *fl.Resources
+	for _, r := range runs {
+		if r.Summary.Name == "fedavg" {
+			base = &r.Summary.Resources
+		}
+	}
+	pct := func(v, of float64) string {
+		if base == nil || of == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.0f%%)", 100*v/of)
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, "\nResources per client: trainable parameters stored and kept personal; parameters sent up and down per sampled client per round; training FLOPs per sample = 2 × 3 × forward MACs × the algorithm's passes per sample.")
+	fmt.Fprintln(&b, "\n| algorithm | stored params | personal params | up / down params per round | training MFLOPs per sample |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|")
+	for _, r := range runs {
+		res := r.Summary.Resources
+		var bs, bu, bf float64
+		if base != nil {
+			bs, bu, bf = float64(base.StoredParams), float64(base.UpParams), base.TrainFLOPs
+		}
+		fmt.Fprintf(&b, "| %s | %d%s | %d | %d / %d%s | %.2f%s |\n", r.Summary.Name, res.StoredParams, pct(float64(res.StoredParams), bs),
+			res.PersonalParams, res.UpParams, res.DownParams, pct(float64(res.UpParams), bu), res.TrainFLOPs/1e6, pct(res.TrainFLOPs, bf))
 	}
 	return b.String()
 }

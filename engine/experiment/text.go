@@ -22,7 +22,7 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 	if err != nil {
 		return nil, fmt.Errorf("data.clients: %w", err)
 	}
-	build, err := textBuilder(cfg.Model, int64(len(t.Vocab)), int64(tf.Train.Len), dev)
+	build, err := textBuilder(cfg, int64(len(t.Vocab)), int64(tf.Train.Len), dev)
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +72,17 @@ func textManifest(name string, tf *data.TextFederation) textPartition {
 
 // textBuilder makes the text models: FedTP's Transformer (model.depth, dim, heads,
 // head_dim and mlp resize it; causal) or the LEAF LSTM, for sequences of seqLen.
-func textBuilder(mc ModelConfig, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
+func textBuilder(cfg Config, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
+	mc := cfg.Model
 	p, err := model.Lookup(mc.Preset)
 	if err != nil || !p.IsText() {
 		return nil, fmt.Errorf("model.preset: %q does not read text; a text dataset takes text-transformer or lstm", mc.Preset)
 	}
 	s := mc.spec()
 	s.Vocab, s.SeqLen = vocab, seqLen
+	s, err = cfg.shaped(s)
+	if err != nil {
+		return nil, err
+	}
 	return modelBuilder(s, dev)
 }

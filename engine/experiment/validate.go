@@ -81,8 +81,18 @@ func (c Config) Validate() error {
 	// train.lr must be reported as itself
 	c.validateTrain(k)
 	c.validateData(k)
-	c.validateModel(k)
-	c.validateAlgorithm(k)
+	// a suite's algorithm.name is not run: check the model and algorithm keys against
+	// every member instead
+	members := []string{c.Algorithm.Name}
+	if len(c.Suite) > 0 {
+		members = c.Suite
+	}
+	for _, name := range members {
+		m := c
+		m.Algorithm.Name = name
+		m.validateModel(k)
+		m.validateAlgorithm(k)
+	}
 	n := c.Novel
 	k.atLeast("novel.epochs", int64(n.Epochs), 1)
 	if n.LR != nil {
@@ -160,6 +170,32 @@ func (c Config) validateModel(k *checker) {
 			k.fail(o.key, "%d, but model.preset %s has no such size; remove it", o.v, m.Preset)
 		}
 	}
+	k.atLeast("model.prefix.blocks", m.Prefix.Blocks, 0)
+	k.atLeast("model.prefix.mid", m.Prefix.Mid, 0)
+	k.real("model.prefix.scale", m.Prefix.Scale, 0, inf, "[]")
+	k.atLeast("model.prompts", m.Prompts, 0)
+	k.atLeast("model.adapter.mid", m.Adapter.Mid, 0)
+	k.real("model.adapter.scale", m.Adapter.Scale, 0, inf, "[]")
+	plugIns := []struct {
+		key, field string
+		set        bool
+	}{{"model.prefix", "Prefix", m.Prefix != (PrefixConfig{})}, {"model.prompts", "Prompts", m.Prompts != 0},
+		{"model.adapter", "Adapter", m.Adapter != (AdapterConfig{})}}
+	for _, o := range plugIns {
+		if o.set && !p.Takes(o.field) {
+			k.fail(o.key, "set, but model.preset %s takes no plug-ins (a ViT preset does); remove it", m.Preset)
+		}
+	}
+	// Without an algorithm that fills in its own defaults, a plug-in must be complete: a
+	// prefix with no blocks or no width would silently be none.
+	if !slices.Contains(partialAlgorithms, c.Algorithm.Name) {
+		if m.Prefix != (PrefixConfig{}) && (m.Prefix.Blocks == 0 || m.Prefix.Mid == 0) {
+			k.fail("model.prefix", "%+v: set blocks and mid (algorithm %s adds no prefix defaults)", m.Prefix, c.Algorithm.Name)
+		}
+		if m.Adapter != (AdapterConfig{}) && m.Adapter.Mid == 0 {
+			k.fail("model.adapter.mid", "0: set it (algorithm %s adds no adapter defaults)", c.Algorithm.Name)
+		}
+	}
 }
 
 func (c Config) validateAlgorithm(k *checker) {
@@ -184,6 +220,19 @@ func (c Config) validateAlgorithm(k *checker) {
 	}
 	k.real("algorithm.hyper.momentum", h.Momentum, 0, 1, "[)")
 	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, "[]")
+	partial := slices.Contains(partialAlgorithms, a.Name)
+	if _, err := localRoles(a.LocalRoles); err != nil {
+		k.fail("algorithm.local_roles", "%v", err)
+	}
+	for _, b := range a.LocalBlocks {
+		k.atLeast("algorithm.local_blocks", int64(b), 0)
+	}
+	switch {
+	case !partial && (a.LocalRoles != nil || a.LocalBlocks != nil):
+		k.fail("algorithm.local_roles", "set, but algorithm %s does not read local_roles or local_blocks (%s do); remove them", a.Name, strings.Join(partialAlgorithms, ", "))
+	case a.Name == "partial" && len(a.LocalRoles) == 0 && len(a.LocalBlocks) == 0:
+		k.fail("algorithm.local_roles", "empty; algorithm partial keeps local only what local_roles and local_blocks list")
+	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 }
@@ -205,6 +254,7 @@ func (c Config) validateTrain(k *checker) {
 	k.real("train.weight_decay", t.WeightDecay, 0, inf, "[]")
 	k.atLeast("train.eval_every", int64(t.EvalEvery), 0)
 	k.atLeast("train.eval_chunk", int64(t.EvalChunk), 0)
+	k.oneOf("train.eval_protocol", t.EvalProtocol, string(fl.EvalFedTP), string(fl.EvalFedPerfix))
 	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)
 	k.oneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")
 	k.atLeast("train.checkpoint_every", int64(t.CheckpointEvery), 1)

@@ -23,6 +23,8 @@ type Config struct {
 	EvalEvery int // evaluate every client every EvalEvery rounds; 0: only after the last round
 	EvalChunk int // clients evaluated per stacked pass; default PerRound
 	EvalBatch int // test samples per client per pass; default Batch
+	// Protocol is when an evaluation sees each client's model; default EvalFedTP.
+	Protocol EvalProtocol
 
 	// Sequential trains the sampled clients one at a time with a single-client model
 	// instead of stacked: the reference the stacked path must equal, and the baseline for
@@ -43,12 +45,27 @@ type Config struct {
 	Graphs bool
 }
 
+// EvalProtocol is when a round's evaluation sees each client's model.
+type EvalProtocol string
+
+const (
+	// EvalFedTP evaluates every client after the server update: the new global shared
+	// part with the client's personal part (FedTP's official code).
+	EvalFedTP EvalProtocol = "fedtp"
+	// EvalFedPerfix evaluates the round's trained clients right after their local
+	// training, before aggregation, and the others with the new global shared part and
+	// their own personal part (FedPerfix's official code, which tests every client every
+	// round this way).
+	EvalFedPerfix EvalProtocol = "fedperfix"
+)
+
 func (c *Config) defaults() {
 	defaults.Set(&c.Epochs, 1)
 	defaults.Set(&c.Batch, 64)
 	defaults.Set(&c.LR, 0.01)
 	defaults.Set(&c.EvalChunk, c.PerRound)
 	defaults.Set(&c.EvalBatch, c.Batch)
+	defaults.Set(&c.Protocol, EvalFedTP)
 }
 
 // Validate reports a configuration that cannot run, naming the field and the valid values.
@@ -59,6 +76,8 @@ func (c Config) Validate(trainable int) error {
 		return fmt.Errorf("fl: rounds = %d, want >= 1", c.Rounds)
 	case c.PerRound < 1 || c.PerRound > trainable:
 		return fmt.Errorf("fl: %d clients per round, but %d clients can train (participation × clients must be in [1, clients])", c.PerRound, trainable)
+	case c.Protocol != EvalFedTP && c.Protocol != EvalFedPerfix:
+		return fmt.Errorf("fl: evaluation protocol %q; choose %s or %s", c.Protocol, EvalFedTP, EvalFedPerfix)
 	case c.Epochs < 1 || c.Batch < 1 || c.EvalBatch < 1 || c.EvalChunk < 1:
 		return fmt.Errorf("fl: epochs %d, batch %d, eval batch %d and eval chunk %d must be >= 1", c.Epochs, c.Batch, c.EvalBatch, c.EvalChunk)
 	case !(c.LR > 0):

@@ -3,6 +3,7 @@ package fl
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"pfl/cuda"
 	"pfl/engine/data"
@@ -25,20 +26,72 @@ type EvalResult struct {
 // Evaluate runs every client's personalized model (global shared part + its personal
 // rows) on its test split, EvalChunk clients per stacked pass.
 func (r *Run) Evaluate() (EvalResult, error) {
-	n := len(r.fed.Part.Test)
-	res := newEvalResult(n)
-	all := make([]int, n)
-	for c := range all {
-		all[c] = c
+	res := newEvalResult(len(r.fed.Part.Test))
+	if err := r.evaluateInto(&res, nil); err != nil {
+		return res, err
 	}
-	err := r.chunks(all, func(ids []int, valid int) error {
+	res.summarize(r.trainable)
+	return res, nil
+}
+
+// evaluateInto evaluates every client but those in skip into res.
+func (r *Run) evaluateInto(res *EvalResult, skip []int) error {
+	var clients []int
+	for c := range r.fed.Part.Test {
+		if !slices.Contains(skip, c) {
+			clients = append(clients, c)
+		}
+	}
+	if len(clients) == 0 {
+		return nil
+	}
+	return r.chunks(clients, func(ids []int, valid int) error {
 		e, err := r.evalChunk(ids)
 		for i := 0; err == nil && i < valid; i++ {
 			res.set(ids[i], e, i)
 		}
 		return err
 	})
-	if err != nil {
+}
+
+// evaluateTrained evaluates the round's trained clients ids (the stacked model's rows, in
+// order) before aggregation, as FedPerfix's official code tests a sampled client right
+// after its local training, into res.
+func (r *Run) evaluateTrained(res *EvalResult, ids []int) error {
+	pos := make([]int, len(ids))
+	for i := range pos {
+		pos[i] = i
+	}
+	return r.chunks(pos, func(rows []int, valid int) error {
+		s := cuda.NewScope()
+		defer s.Close()
+		s.SetGradEnabled(false)
+		idx := cuda.FromSlice(s, r.cfg.Device, ids64(rows))
+		trained := r.stacked.Params().List
+		for i, p := range r.evalM.Params().List {
+			s.CopyFrom(p.T, s.IndexSelect(trained[i].T, 0, idx))
+		}
+		s.SetGradEnabled(true)
+		clients := make([]int, len(rows))
+		for i, p := range rows {
+			clients[i] = ids[p]
+		}
+		e, err := r.fineTuneAndEval(s, clients)
+		for i := 0; err == nil && i < valid; i++ {
+			res.set(clients[i], e, i)
+		}
+		return err
+	})
+}
+
+// evaluateRound is the round's evaluation under the configured protocol; pre holds the
+// trained clients' results when the protocol evaluated them before aggregation.
+func (r *Run) evaluateRound(pre *EvalResult, trained []int) (EvalResult, error) {
+	if pre == nil {
+		return r.Evaluate()
+	}
+	res := *pre
+	if err := r.evaluateInto(&res, trained); err != nil {
 		return res, err
 	}
 	res.summarize(r.trainable)
@@ -84,9 +137,13 @@ func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 		r.loadGenerated(s, r.evalM, r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
 		s.SetGradEnabled(true)
 	}
+	return r.fineTuneAndEval(s, ids)
+}
+
+// fineTuneAndEval fine-tunes evalM's rows (FineTuner; the change is not kept: evalM's rows
+// are reloaded before their next use) and evaluates them.
+func (r *Run) fineTuneAndEval(s *cuda.Scope, ids []int) (evalCounts, error) {
 	if ft := r.hooks.fineTune; ft != nil {
-		// fine-tune on the clients' own training data; evalM's rows are reloaded before
-		// the next use, so nothing of it is kept
 		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
 			return evalCounts{}, err
 		}

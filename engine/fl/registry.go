@@ -17,6 +17,10 @@ type Options struct {
 	Generate     []model.Role // FedTP: the generated roles
 	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
 	KNN          KNN          // FedTP+KNN: the neighbours' vote
+	// LocalRoles and LocalBlocks replace the parts a partial-personalization algorithm
+	// (partial, fedperfix, prompts, adapters) keeps local; nil keeps its own.
+	LocalRoles  []model.Role
+	LocalBlocks []int
 }
 
 // Algorithm is one entry of the registry: what a config names, what it is, where it comes
@@ -40,6 +44,12 @@ var registry = []Algorithm{
 	{"fedbabu", "the head stays at its initialization; fine-tuned before evaluation", "Oh et al., ICLR 2022, §3", func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
 	{"vanilla-t", "attention Q/K/V stay local, everything else is averaged", "FedTP §III-B, Table II \"Vanilla Personalized-T\"", func(Options) Strategy { return VanillaPersonalizedT() }},
 	{"vanilla-attn", "all attention layers and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", func(Options) Strategy { return VanillaAttention() }},
+	{"partial", "the roles and blocks of algorithm.local_roles / local_blocks stay local, the rest is averaged", "FedPerfix (Sun et al., ICCV 2023) §3.3, Table 1 (layer sensitivity)", func(o Options) Strategy {
+		return partialOf("partial", o, nil, nil)
+	}},
+	{"fedperfix", "prefix adapters (K/V offsets) in every block and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3.5, Eq. 4–5", FedPerfix},
+	{"prompts", "deep prompt tokens in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prompts\"", PromptsVariant},
+	{"adapters", "an adapter after every block's MLP and the head stay local", "FedPerfix §5.3, Table 6 \"Adapters\"", AdaptersVariant},
 	{"fedrod", "a generic head (balanced softmax) and a personal head", "Chen & Chao, ICLR 2022, §4", func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }},
 	{"fedtp", "a server hypernetwork generates each client's attention Q/K/V", "FedTP (Li et al., IEEE TNNLS 2023) §III-C, Alg. 1", func(o Options) Strategy { return fedTP(o) }},
 	{"fedtp-per", "FedTP with the head kept by each client", "FedTP §IV-B.6, Table VI \"FedTP+FedPer\"", func(o Options) Strategy {

@@ -286,21 +286,33 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	}
 	met.Time.Train = time.Since(t0) - met.Time.Data
 
+	last := round == r.cfg.Rounds-1
+	due := last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0)
+	var pre *EvalResult
+	if due && r.cfg.Protocol == EvalFedPerfix {
+		t2 := time.Now()
+		res := newEvalResult(len(r.fed.Part.Test))
+		if err := r.evaluateTrained(&res, met.Clients); err != nil {
+			return met, err
+		}
+		pre = &res
+		met.Time.Eval = time.Since(t2)
+	}
+
 	t1 := time.Now()
 	if err := r.aggregate(s, met.Clients, generated); err != nil {
 		return met, err
 	}
 	met.Time.Aggregate = time.Since(t1)
 
-	last := round == r.cfg.Rounds-1
-	if last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0) {
+	if due {
 		t2 := time.Now()
-		ev, err := r.Evaluate()
+		ev, err := r.evaluateRound(pre, met.Clients)
 		if err != nil {
 			return met, err
 		}
 		met.Eval = &ev
-		met.Time.Eval = time.Since(t2)
+		met.Time.Eval += time.Since(t2)
 	}
 	r.History = append(r.History, met)
 	return met, nil

@@ -7,6 +7,9 @@
 // differs from FedAvg; each hook is an interface the Strategy may implement, and every
 // hook works on the K clients of a stack at once. The lifecycle, in call order:
 //
+// Before a run starts, Shaper.Shape may change the model spec the run builds (FedPerfix:
+// prefix adapters in every block).
+//
 // When a run starts (New):
 //   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head).
 //   - Binder.Bind shows the strategy the run: data, global model, device (FedTP builds its
@@ -207,6 +210,15 @@ type Generative interface {
 type Stateful interface {
 	Strategy
 	State() (names []string, tensors []*cuda.Tensor)
+}
+
+// Shaper is a Strategy that needs a plug-in in the model it trains (FedPerfix: prefix
+// adapters). Shape returns the spec to build from the configured one: it adds the plug-in
+// with the algorithm's defaults when the spec has none, uses a spec that sets it as given,
+// and refuses a model that cannot take it.
+type Shaper interface {
+	Strategy
+	Shape(s model.Spec) (model.Spec, error)
 }
 
 // Wrapper is a Strategy that changes the model (FedRoD: a second, personal head). New

@@ -98,6 +98,25 @@ func (s Spec) Check() error {
 	return nil
 }
 
+// ResolvedDepth is the number of blocks s builds: its Depth, else its preset's (ViT and
+// text models; an error for the other families).
+func (s Spec) ResolvedDepth() (int64, error) {
+	p, err := Lookup(s.Preset)
+	if err != nil {
+		return 0, err
+	}
+	if s.Depth != 0 {
+		return s.Depth, nil
+	}
+	switch p.family {
+	case familyViT:
+		return p.vit(p.Classes).Depth, nil
+	case familyText:
+		return TextTransformer(2).Depth, nil
+	}
+	return 0, fmt.Errorf("model %s has no transformer blocks", s.Preset)
+}
+
 // Factory builds the model s describes for any number of clients.
 type Factory func(k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (Model, error)
 

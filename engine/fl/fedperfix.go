@@ -1,0 +1,143 @@
+package fl
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"pfl/engine/model"
+)
+
+// Partial keeps the parameters of some roles, and every parameter of some blocks, with
+// their clients and averages the rest: FedPerfix's partial personalization (Sun et al.,
+// ICCV 2023, §3.2–3.3), as its official code's Partial wrapper does with the substrings of
+// --local_parts (pfl selects by role and block index, never by name). It is the
+// algorithm of FedPerfix's layer-sensitivity study (§3.3, Table 1: one layer type local,
+// alone or with the head) and the base of FedPerfix and its plug-in variants.
+type Partial struct {
+	Label  string       // the registry name
+	Roles  []model.Role // roles kept local
+	Blocks []int        // block indices whose every parameter is kept local (FedPerfix's blocks.11 on CIFAR-100)
+	// PlugIn is the model plug-in the algorithm personalizes (nil: none); Shape adds it
+	// with its defaults when the configured model lacks it.
+	PlugIn *PlugIn
+}
+
+// Name is the registry name.
+func (p Partial) Name() string { return p.Label }
+
+// Personal keeps the configured roles and blocks local.
+func (p Partial) Personal(param *model.Param) bool {
+	return slices.Contains(p.Roles, param.Role) || (param.Block >= 0 && slices.Contains(p.Blocks, param.Block))
+}
+
+// PlugIn is a ViT plug-in of FedPerfix's Table 6 with the defaults an algorithm adds when
+// the configured model has none.
+type PlugIn struct {
+	Name    string // as errors spell it: "prefix", "prompts", "adapter"
+	Prefix  model.PrefixConfig
+	Prompts int64
+	Adapter model.MLPAdapterConfig
+}
+
+// Shape gives the model the plug-in: the algorithm's defaults for every field the spec
+// leaves zero (the prefix's Blocks: every block), the spec's own values for the rest.
+func (p Partial) Shape(s model.Spec) (model.Spec, error) {
+	pi := p.PlugIn
+	if pi == nil {
+		return s, nil
+	}
+	pr, err := model.Lookup(s.Preset)
+	if err != nil {
+		return s, err
+	}
+	field := map[string]string{"prefix": "Prefix", "prompts": "Prompts", "adapter": "Adapter"}[pi.Name]
+	if !pr.Takes(field) {
+		return s, fmt.Errorf("algorithm %s needs a ViT with %s; model %s cannot take them (choose a ViT preset)", p.Label, pi.Name, s.Preset)
+	}
+	or := func(v, def int64) int64 {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	orF := func(v, def float64) float64 {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	switch pi.Name {
+	case "prefix":
+		depth, err := s.ResolvedDepth()
+		if err != nil {
+			return s, err
+		}
+		s.Prefix.Blocks = or(s.Prefix.Blocks, depth)
+		s.Prefix.Mid = or(s.Prefix.Mid, pi.Prefix.Mid)
+		s.Prefix.Scale = orF(s.Prefix.Scale, pi.Prefix.Scale)
+	case "prompts":
+		s.Prompts = or(s.Prompts, pi.Prompts)
+	default:
+		s.Adapter.Mid = or(s.Adapter.Mid, pi.Adapter.Mid)
+		s.Adapter.Scale = orF(s.Adapter.Scale, pi.Adapter.Scale)
+	}
+	return s, nil
+}
+
+// localDescription is "roles a, b and blocks 11" for the registry's summaries and errors.
+func (p Partial) localDescription() string {
+	var names []string
+	for _, r := range p.Roles {
+		names = append(names, r.String())
+	}
+	out := strings.Join(names, ", ")
+	if len(p.Blocks) > 0 {
+		out += fmt.Sprintf(" and blocks %v", p.Blocks)
+	}
+	return out
+}
+
+// FedPerfix's defaults (official preset "FedPerfix"): a prefix adapter in every block
+// with a bottleneck of 256 and scale s = 1.5, kept local with the head. On CIFAR-100 the
+// official preset also keeps the whole last block local (algorithm.local_blocks: [11]).
+var (
+	fedPerfixPrefix = model.PrefixConfig{Mid: 256, Scale: 1.5}
+	fedPerfixLocal  = []model.Role{model.RoleAdapter, model.RoleHead}
+)
+
+// promptTokens is the number of deep prompt tokens per block the prompts variant adds when
+// the model has none. FedPerfix's paper does not give it and its prompt code does not run
+// as released; 10 is pfl's choice (VPT's smallest deep setting).
+const promptTokens = 10
+
+// adapterMid is the MLP adapters' bottleneck when the model has none: the official code's
+// --mid_dim default (512), which its adapter variant uses.
+const adapterMid = 512
+
+// FedPerfix is FedPerfix (Sun et al., ICCV 2023, §3.5, Eq. 4–5): the prefix adapters and
+// the head are personal, everything else is FedAvg'd; the model gets prefix adapters in
+// every block (mid 256, s = 1.5, the official additive form) unless it has its own.
+func FedPerfix(o Options) Strategy {
+	return partialOf("fedperfix", o, fedPerfixLocal, &PlugIn{Name: "prefix", Prefix: fedPerfixPrefix})
+}
+
+// PromptsVariant keeps deep prompt tokens (and the head) local: Table 6's "Prompts", built
+// from the paper's description since the official prompt code does not run.
+func PromptsVariant(o Options) Strategy {
+	return partialOf("prompts", o, []model.Role{model.RolePrompt, model.RoleHead}, &PlugIn{Name: "prompts", Prompts: promptTokens})
+}
+
+// AdaptersVariant keeps an adapter after every block's MLP (and the head) local: Table 6's
+// "Adapters" (the paper's per-block adapters; the official code shares one module).
+func AdaptersVariant(o Options) Strategy {
+	return partialOf("adapters", o, []model.Role{model.RoleAdapter, model.RoleHead}, &PlugIn{Name: "adapter", Adapter: model.MLPAdapterConfig{Mid: adapterMid, Scale: 1}})
+}
+
+// partialOf is a Partial with the configured local roles and blocks, or the defaults.
+func partialOf(name string, o Options, roles []model.Role, pi *PlugIn) Partial {
+	if o.LocalRoles != nil {
+		roles = o.LocalRoles
+	}
+	return Partial{Label: name, Roles: roles, Blocks: o.LocalBlocks, PlugIn: pi}
+}

@@ -1,0 +1,195 @@
+package fl
+
+import (
+	"slices"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+// TestPartialFamilyShapesAndSplits: each partial-personalization algorithm adds its
+// plug-in to a ViT that has none (with the official defaults, in every block), keeps a
+// spec's own plug-in values, refuses a model that cannot take the plug-in, and keeps
+// exactly its roles and blocks local.
+func TestPartialFamilyShapesAndSplits(t *testing.T) {
+	base := model.Spec{Preset: "tiny-vit", Depth: 3}
+	cases := []struct {
+		strat Strategy
+		check func(s model.Spec) bool
+		local []model.Role
+	}{
+		{FedPerfix(Options{}), func(s model.Spec) bool { return s.Prefix == model.PrefixConfig{Blocks: 3, Mid: 256, Scale: 1.5} },
+			[]model.Role{model.RoleAdapter, model.RoleHead}},
+		{PromptsVariant(Options{}), func(s model.Spec) bool { return s.Prompts == promptTokens },
+			[]model.Role{model.RolePrompt, model.RoleHead}},
+		{AdaptersVariant(Options{}), func(s model.Spec) bool { return s.Adapter == model.MLPAdapterConfig{Mid: adapterMid, Scale: 1} },
+			[]model.Role{model.RoleAdapter, model.RoleHead}},
+	}
+	for _, c := range cases {
+		t.Run(c.strat.Name(), func(t *testing.T) {
+			s, err := c.strat.(Shaper).Shape(base)
+			if err != nil || !c.check(s) {
+				t.Fatalf("shaped %+v (%v)", s, err)
+			}
+			m, err := model.Build(s, 1, cuda.CPU, cuda.Float32, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			plugIn := false
+			for _, p := range m.Params().List {
+				want := slices.Contains(c.local, p.Role)
+				plugIn = plugIn || (want && p.Role != model.RoleHead)
+				if got := c.strat.Personal(p); got != want {
+					t.Errorf("%s personal=%v, want %v", p.Name, got, want)
+				}
+			}
+			if !plugIn {
+				t.Fatal("the shaped model has no plug-in parameter")
+			}
+			if _, err := c.strat.(Shaper).Shape(model.Spec{Preset: "convnet"}); err == nil {
+				t.Fatal("a ConvNet was given a ViT plug-in")
+			}
+		})
+	}
+	// a spec's own values win; the missing ones take the defaults
+	s, err := FedPerfix(Options{}).(Shaper).Shape(model.Spec{Preset: "tiny-vit", Depth: 4, Prefix: model.PrefixConfig{Mid: 8}})
+	if err != nil || s.Prefix != (model.PrefixConfig{Blocks: 4, Mid: 8, Scale: 1.5}) {
+		t.Fatalf("shaped prefix %+v (%v), want blocks 4, mid 8, scale 1.5", s.Prefix, err)
+	}
+	// configured local parts replace the defaults; a block keeps every parameter of it
+	p := FedPerfix(Options{LocalRoles: []model.Role{model.RoleHead}, LocalBlocks: []int{2}}).(Partial)
+	for _, param := range []*model.Param{{Role: model.RoleAdapter, Block: 0}, {Role: model.RoleMLP, Block: 2},
+		{Role: model.RoleNorm, Block: -1}, {Role: model.RoleHead, Block: -1}} {
+		want := param.Block == 2 || param.Role == model.RoleHead
+		if p.Personal(param) != want {
+			t.Errorf("%v in block %d: personal=%v, want %v", param.Role, param.Block, !want, want)
+		}
+	}
+}
+
+// TestFedPerfixResourcesOnViTS16: on ViT-S/16 at 100 classes with FedPerfix's official
+// CIFAR-100 preset (prefix adapters of width 256 in all 12 blocks; adapters, head and the
+// whole of block 11 local) the counts are the hand counts: adapters 12 × (384·256 + 256 +
+// 256·768 + 768) = 3,551,232; block 11 12·384 + 384·1152 + 1152 + 384·384 + 384 +
+// 384·1536 + 1536 + 1536·384 + 384 = 1,774,464; head 384·100 + 100 = 38,500; local
+// 5,364,196 of 25,255,396; one client sends and receives the other 19,891,200 per round.
+func TestFedPerfixResourcesOnViTS16(t *testing.T) {
+	strat := FedPerfix(Options{LocalBlocks: []int{11}})
+	s, err := strat.(Shaper).Shape(model.Spec{Preset: "vit-s16", Classes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Build(s, 1, cuda.CPU, cuda.Float32, nil) // shapes only
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	personal := make([]bool, len(m.Params().List))
+	for i, p := range m.Params().List {
+		personal[i] = strat.Personal(p)
+	}
+	got := countResources(m, strat, personal)
+	want := Resources{StoredParams: 25_255_396, PersonalParams: 5_364_196, UpParams: 19_891_200, DownParams: 19_891_200,
+		ForwardMACs: m.MACs(), TrainFLOPs: 6 * float64(m.MACs())}
+	if got != want {
+		t.Fatalf("resources %+v, want %+v", got, want)
+	}
+}
+
+// TestPartialFamilyStackedEqualsSequential: FedPerfix, prompts and adapters on a tiny ViT
+// give the same global model, client stores and losses stacked and one client at a time,
+// under both evaluation protocols.
+func TestPartialFamilyStackedEqualsSequential(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	none := 0.0
+	for _, mk := range []func(Options) Strategy{FedPerfix, PromptsVariant, AdaptersVariant} {
+		strat := func() Strategy { return mk(Options{LocalBlocks: []int{1}}) }
+		t.Run(strat().Name(), func(t *testing.T) {
+			spec := vitSpec(16, 2, 8, 24, &none)
+			spec.Prefix, spec.Prompts, spec.Adapter = model.PrefixConfig{Mid: 6}, 2, model.MLPAdapterConfig{Mid: 5}
+			spec, err := strat().(Shaper).Shape(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vit := func(k int, g *cuda.Generator) (model.Model, error) {
+				return model.Build(spec, k, cuda.CPU, cuda.Float64, g)
+			}
+			for _, protocol := range []EvalProtocol{EvalFedTP, EvalFedPerfix} {
+				cfg := Config{Rounds: 2, PerRound: 3, Epochs: 1, Batch: 9, LR: 0.05, Seed: 5, Device: cuda.CPU,
+					DType: cuda.Float64, EvalEvery: 1, Protocol: protocol}
+				checkStackedEqualsSequential(t, st, cfg, strat, vit)
+			}
+		})
+	}
+}
+
+// TestFedPerfixProtocolEvaluatesTrainedClientsBeforeAggregation: under the fedperfix
+// protocol a trained client's accuracy is that of its trained model (as it was before
+// the server averaged it), the others' that of the new global shared part with their own
+// personal part; under fedtp every client sees the new global part. The two differ only
+// in the round's trained clients.
+func TestFedPerfixProtocolEvaluatesTrainedClientsBeforeAggregation(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
+	results := map[EvalProtocol]EvalResult{}
+	var trained []int
+	for _, protocol := range []EvalProtocol{EvalFedTP, EvalFedPerfix} {
+		cfg := Config{Rounds: 1, PerRound: 2, Epochs: 2, Batch: 8, LR: 0.1, Seed: 5, Device: cuda.CPU, DType: cuda.Float64,
+			EvalEvery: 1, Protocol: protocol}
+		r, err := New(cfg, FedPer(), st.fed, st.train, st.test, convnetAs(16, 1, 4, false, cuda.Float64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		m, err := r.Round(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[protocol], trained = *m.Eval, m.Clients
+		if protocol == EvalFedPerfix {
+			// the reference: a trained client's model is its trained row; rebuild it by
+			// training again from the same start (same streams) without aggregating
+			again, err := New(cfg, FedPer(), st.fed, st.train, st.test, convnetAs(16, 1, 4, false, cuda.Float64))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			s := cuda.NewScope()
+			defer s.Close()
+			var met RoundMetrics
+			if _, _, err := again.localTrain(s, again.stacked, trained, nil, 0, &met); err != nil {
+				t.Fatal(err)
+			}
+			e, err := again.evalModelRows(trained)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range trained {
+				if got := results[protocol].Correct[c]; got != int(e.correct[i]) {
+					t.Errorf("client %d: %d correct under fedperfix, its trained model gets %g", c, got, e.correct[i])
+				}
+			}
+		}
+	}
+	a, b := results[EvalFedTP], results[EvalFedPerfix]
+	differ := false
+	for c := range a.Correct {
+		if slices.Contains(trained, c) {
+			differ = differ || a.Loss[c] != b.Loss[c]
+		} else if a.Correct[c] != b.Correct[c] || a.Loss[c] != b.Loss[c] {
+			t.Errorf("client %d was not trained but its result differs between protocols", c)
+		}
+	}
+	if !differ {
+		t.Error("the trained clients' results do not depend on the protocol")
+	}
+}
+
+// evalModelRows evaluates the stacked model's rows as they are (row i: client ids[i]).
+func (r *Run) evalModelRows(ids []int) (evalCounts, error) {
+	s := cuda.NewScope()
+	defer s.Close()
+	return r.evalModel(s, r.stacked, ids)
+}
