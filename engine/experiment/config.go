@@ -24,10 +24,16 @@ type Config struct {
 	Device string `mapstructure:"device" json:"device"` // cpu, cuda or cuda:N; default cpu
 	Seed   uint64 `mapstructure:"seed" json:"seed"`     // seed of every random stream; default 1
 
-	// Suite lists algorithms to compare: the experiment runs once per name, everything else
-	// equal, and writes a results table and one plot with all curves (RunSuite). Empty:
-	// one run of algorithm.name.
+	// Suite lists algorithms to compare: the experiment runs once per entry, everything
+	// else equal, and writes a results table and one plot with all curves (RunSuite). An
+	// entry is an algorithm name, or "<label>: <key>=<value>; ..." — a member with some
+	// keys of its own (FedPerfix's sensitivity study: "mlp+head: algorithm.name=partial;
+	// algorithm.local_roles=[mlp, head]"). Empty: one run of algorithm.name.
 	Suite []string `mapstructure:"suite" json:"suite"`
+	// SuiteTable adds a table in a paper's layout to the suite's results.md: "sensitivity"
+	// (FedPerfix Table 1: each partial member by its local roles, stand-alone and with the
+	// head, and their mean); default none ("").
+	SuiteTable string `mapstructure:"suite_table" json:"suite_table"`
 
 	Data      DataConfig      `mapstructure:"data" json:"data"`
 	Model     ModelConfig     `mapstructure:"model" json:"model"`

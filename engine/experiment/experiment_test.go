@@ -161,6 +161,46 @@ func TestFedPerfixFamilySuite(t *testing.T) {
 	}
 }
 
+// TestSensitivitySuite: labelled suite members set their own keys, and suite_table:
+// sensitivity lays the partial members out as FedPerfix's Table 1 (stand-alone, with the
+// head, overall = their mean).
+func TestSensitivitySuite(t *testing.T) {
+	cfg := filled(Config{Name: "sens", Out: t.TempDir(), SuiteTable: "sensitivity",
+		Suite: []string{"local", "fedavg", "head: algorithm.name=partial; algorithm.local_roles=[head]",
+			"mlp: algorithm.name=partial; algorithm.local_roles=[mlp]", "mlp+head: algorithm.name=partial; algorithm.local_roles=[mlp, head]"},
+		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model: ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16},
+		Train: TrainConfig{Rounds: 1, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
+	res, err := RunSuite(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Summary{}
+	for _, r := range res.Runs {
+		by[r.Summary.Name] = r.Summary
+	}
+	if by["mlp"].Resources.PersonalParams == 0 || by["mlp+head"].Resources.PersonalParams <= by["mlp"].Resources.PersonalParams {
+		t.Fatalf("members did not get their local roles: %+v", by)
+	}
+	row := func(s Summary) string { return fmt.Sprintf("%.2f ± %.2f", 100*s.FinalMean, 100*s.FinalStd) }
+	for _, want := range []string{
+		"| All Local | " + row(by["local"]) + " | - | - |",
+		"| Classification Head | " + row(by["head"]) + " | - | - |",
+		fmt.Sprintf("| MLP | %s | %s | %.2f |", row(by["mlp"]), row(by["mlp+head"]), 50*(by["mlp"].FinalMean+by["mlp+head"].FinalMean)),
+	} {
+		if !strings.Contains(res.Table, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, res.Table)
+		}
+	}
+	for _, bad := range [][]string{{"x: algorithm.nme=partial"}, {"x: algorithm.local_roles=3"}, {"a/b: algorithm.name=local"}} {
+		c := cfg
+		c.Suite = bad
+		if _, err := RunSuite(context.Background(), c, nil); err == nil {
+			t.Errorf("suite %q ran", bad)
+		}
+	}
+}
+
 func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	// FedPerfix's OrganAMNIST path in small: grey 28×28 images resized on the device to
 	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB

@@ -1,10 +1,12 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"pfl/engine/fl"
@@ -55,7 +57,7 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if err != nil {
 		return nil, err
 	}
-	return runMembers(ctx, dir, members, false, opts.Observer)
+	return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts.Observer)
 }
 
 // ResumeSuite continues the suite in dir: members with a checkpoint resume (a finished one
@@ -73,7 +75,7 @@ func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
-	return runMembers(ctx, filepath.Join(cfg.Out, cfg.Name), members, true, obs)
+	return runMembers(ctx, filepath.Join(cfg.Out, cfg.Name), members, cfg.SuiteTable, true, obs)
 }
 
 // IsSuite reports whether the run directory dir holds a suite.
@@ -91,14 +93,20 @@ func suiteMembers(cfg Config) ([]Config, error) {
 		return nil, fmt.Errorf("suite: no algorithms listed")
 	}
 	var out []Config
-	for _, alg := range cfg.Suite {
+	for _, entry := range cfg.Suite {
+		mem, err := parseMember(entry)
+		if err != nil {
+			return nil, err
+		}
 		m := cfg
-		m.Suite = nil
-		m.Algorithm.Name = alg
-		m.Out, m.Name = filepath.Join(cfg.Out, cfg.Name), alg
+		m.Suite, m.SuiteTable = nil, ""
+		if m, err = mem.apply(m); err != nil {
+			return nil, err
+		}
+		m.Out, m.Name = filepath.Join(cfg.Out, cfg.Name), mem.label
 		m = m.Resolved()
 		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("suite member %s: %w", alg, err)
+			return nil, fmt.Errorf("suite member %s: %w", mem.label, err)
 		}
 		out = append(out, m)
 	}
@@ -106,14 +114,14 @@ func suiteMembers(cfg Config) ([]Config, error) {
 }
 
 // runMembers runs (or, resuming, continues) each member, then writes the suite's outputs.
-func runMembers(ctx context.Context, dir string, members []Config, resume bool, obs Observer) (*SuiteResult, error) {
+func runMembers(ctx context.Context, dir string, members []Config, suiteTable string, resume bool, obs Observer) (*SuiteResult, error) {
 	if obs == nil {
 		obs = quiet{}
 	}
 	res := &SuiteResult{Dir: dir}
 	var dirs []string
 	for _, m := range members {
-		alg := m.Algorithm.Name
+		alg := m.Name
 		obs.Log(fmt.Sprintf("== %s", alg))
 		mdir := filepath.Join(m.Out, m.Name)
 		var r *Result
@@ -133,6 +141,9 @@ func runMembers(ctx context.Context, dir string, members []Config, resume bool, 
 		dirs = append(dirs, r.Dir)
 	}
 	res.Table = table(res.Runs) + novelTable(res.Runs)
+	if suiteTable == "sensitivity" {
+		res.Table += sensitivityTable(members, res.Runs)
+	}
 	if err := atomicfile.WriteBytes(filepath.Join(res.Dir, "results.md"), []byte(res.Table)); err != nil {
 		return res, err
 	}
@@ -204,6 +215,85 @@ func resourceTable(runs []*Result) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d%s | %d | %d / %d%s | %.2f%s |\n", r.Summary.Name, res.StoredParams, pct(float64(res.StoredParams), bs),
 			res.PersonalParams, res.UpParams, res.DownParams, pct(float64(res.UpParams), bu), res.TrainFLOPs/1e6, pct(res.TrainFLOPs, bf))
+	}
+	return b.String()
+}
+
+// layerNames are the rows of FedPerfix's Table 1 by the roles (other than the head) a
+// partial member keeps local.
+var layerNames = map[string]string{
+	"patch_embed": "Patch Embedding", "pos_embed": "Position Embedding", "norm": "LayerNorm",
+	"attn_out, attn_qkv": "Self-attention", "mlp": "MLP",
+}
+
+// sensitivityTable is FedPerfix's Table 1 from a suite's members: local and fedavg are
+// "All Local" and "All Global"; a partial member whose local roles are {head} is the
+// classification head; any other partial member is a row named by its local roles (other
+// than the head), in the Stand-alone column without the head and the Combined column with
+// it; Overall is the mean of the two. Accuracies are the final per-client mean ± std, the
+// paper's protocol.
+func sensitivityTable(members []Config, runs []*Result) string {
+	type row struct {
+		name            string
+		alone, combined *Summary
+	}
+	var rows []*row
+	find := func(name string) *row {
+		for _, r := range rows {
+			if r.name == name {
+				return r
+			}
+		}
+		r := &row{name: name}
+		rows = append(rows, r)
+		return r
+	}
+	for i, m := range members {
+		s := &runs[i].Summary
+		a := m.Algorithm
+		switch {
+		case a.Name == "local":
+			find("All Local").alone = s
+		case a.Name == "fedavg":
+			find("All Global").alone = s
+		case a.Name == "partial" && len(a.LocalBlocks) == 0:
+			var rest []string
+			head := false
+			for _, r := range a.LocalRoles {
+				if r == "head" {
+					head = true
+				} else if !slices.Contains(rest, r) {
+					rest = append(rest, r)
+				}
+			}
+			slices.Sort(rest)
+			key := strings.Join(rest, ", ")
+			switch {
+			case key == "" && head:
+				find("Classification Head").alone = s
+			case head:
+				find(cmp.Or(layerNames[key], key)).combined = s
+			default:
+				find(cmp.Or(layerNames[key], key)).alone = s
+			}
+		}
+	}
+	cell := func(s *Summary) string {
+		if s == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f ± %.2f", 100*s.FinalMean, 100*s.FinalStd)
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, "\nSensitivity of each type of layer (FedPerfix Table 1): final per-client top-1 accuracy, mean ± std over clients; Overall is the mean of Stand-alone and Combined.")
+	fmt.Fprintln(&b, "\n| type | stand-alone | combined (with the head) | overall |")
+	fmt.Fprintln(&b, "|---|---|---|---|")
+	for _, r := range rows {
+		overall := "-"
+		if r.alone != nil && r.combined != nil {
+			overall = fmt.Sprintf("%.2f", 50*(r.alone.FinalMean+r.combined.FinalMean))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.name, cell(r.alone), cell(r.combined), overall)
 	}
 	return b.String()
 }

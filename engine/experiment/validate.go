@@ -70,12 +70,27 @@ func (c Config) Validate() error {
 	if _, err := cuda.ParseDevice(c.Device); err != nil {
 		k.fail("device", "%v", err)
 	}
-	for i, a := range c.Suite {
-		if _, err := fl.LookupAlgorithm(a); err != nil {
+	var labels []string
+	for _, entry := range c.Suite {
+		m, err := parseMember(entry)
+		switch {
+		case err != nil:
 			k.fail("suite", "%v", err)
-		} else if slices.Contains(c.Suite[:i], a) {
-			k.fail("suite", "%q is listed twice", a)
+		case len(m.sets) == 1 && m.sets[0][0] == "algorithm.name" && m.sets[0][1] == m.label:
+			if _, err := fl.LookupAlgorithm(m.label); err != nil {
+				k.fail("suite", "%v", err)
+			}
+		case m.label == "" || strings.ContainsAny(m.label, `/\`) || strings.HasPrefix(m.label, "."):
+			k.fail("suite", "member label %q; want a plain folder name", m.label)
 		}
+		if slices.Contains(labels, m.label) {
+			k.fail("suite", "%q is listed twice", m.label)
+		}
+		labels = append(labels, m.label)
+	}
+	k.oneOf("suite_table", c.SuiteTable, "", "sensitivity")
+	if c.SuiteTable != "" && len(c.Suite) == 0 {
+		k.fail("suite_table", "%q, but there is no suite", c.SuiteTable)
 	}
 	// train first: algorithm.hyper.lr and novel.lr follow train.lr unless set, and a bad
 	// train.lr must be reported as itself
@@ -83,13 +98,23 @@ func (c Config) Validate() error {
 	c.validateData(k)
 	// a suite's algorithm.name is not run: check the model and algorithm keys against
 	// every member instead
-	members := []string{c.Algorithm.Name}
+	members := []Config{c}
 	if len(c.Suite) > 0 {
-		members = c.Suite
+		members = nil
+		for _, entry := range c.Suite {
+			mem, err := parseMember(entry)
+			if err != nil {
+				break // reported above
+			}
+			m, err := mem.apply(c)
+			if err != nil {
+				k.fail("suite", "%v", err)
+				break
+			}
+			members = append(members, m)
+		}
 	}
-	for _, name := range members {
-		m := c
-		m.Algorithm.Name = name
+	for _, m := range members {
 		m.validateModel(k)
 		m.validateAlgorithm(k)
 	}
