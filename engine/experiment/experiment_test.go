@@ -192,6 +192,11 @@ func TestSensitivitySuite(t *testing.T) {
 			t.Errorf("results.md lacks %q:\n%s", want, res.Table)
 		}
 	}
+	for _, f := range []string{"gain_density.png", "gain_density.svg", "gains.csv"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, bad := range [][]string{{"x: algorithm.nme=partial"}, {"x: algorithm.local_roles=3"}, {"a/b: algorithm.name=local"}} {
 		c := cfg
 		c.Suite = bad

@@ -53,6 +53,7 @@ type Result struct {
 	Dir     string
 	History []fl.RoundMetrics
 	Summary Summary
+	Novel   []int // the clients held out of training (data.holdout)
 }
 
 // Observer receives a run's progress.
@@ -392,7 +393,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, fmt.Errorf("interrupted after round %d; continue with: pfl train --resume %s", round+1, dir)
 		}
 	}
-	res := &Result{Dir: dir, History: run.History}
+	res := &Result{Dir: dir, History: run.History, Novel: run.Novel()}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
 	res.Summary.EvalProtocol, res.Summary.Resources = cfg.Train.EvalProtocol, run.Resources()
 	if wall := time.Since(start).Seconds(); wall > 0 {

@@ -150,6 +150,9 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 	if err := novelPlot(res.Dir, res.Runs); err != nil {
 		return res, err
 	}
+	if err := gainDensity(res.Dir, res.Runs); err != nil {
+		return res, err
+	}
 	for _, ext := range []string{".png", ".svg"} {
 		if err := Compare(filepath.Join(res.Dir, "accuracy"+ext), dirs); err != nil {
 			return res, err
