@@ -20,6 +20,9 @@
 // # Plug points
 //
 // Pass.Override supplies any parameter from outside — a hypernetwork's generated weights,
-// which stay differentiable back to the hypernetwork. ViTs also take a per-block prefix
-// adapter on K/V (FedPerfix), prompt tokens and MLP adapters.
+// which stay differentiable back to the hypernetwork. ViTs also take FedPerfix's prefixes
+// on K/V in their last blocks (PrefixConfig: its parallel adapter, Eq. 4, or the vanilla
+// prefixes of its ablation, a linear layer or learnable prefix tokens, Eq. 3; added to K and
+// V as the official code does, or concatenated as extra keys as the paper writes, Eq. 5),
+// deep prompt tokens, and MLP adapters (MLPAdapterConfig, one per block or one shared).
 package model

@@ -229,6 +229,32 @@ func TestPerfixViTMatchesPyTorch(t *testing.T) {
 	newStack(t, g, spec, 3).matchForwardBackward()
 }
 
+// TestPerfixVariantsMatchPyTorch: the other prefixes of PrefixConfig, in both blocks of the
+// same small timm-layout ViT, written in PyTorch by scripts/golden/gen.py and built by pfl,
+// give the same logits, loss and gradients: FedPerfix's adapter concatenated as extra keys
+// and values (Eq. 4, 5), the official code's vanilla Linear prefix added to K and V,
+// zero-initialized (Prefix-Z: its gradients are those of a model without the prefix on
+// everything else) and randomly initialized (Prefix-R), and learnable prefix tokens (Eq. 3).
+func TestPerfixVariantsMatchPyTorch(t *testing.T) {
+	for _, name := range []string{"perfix_concat", "perfix_linear_zero", "perfix_linear_random", "perfix_tokens"} {
+		t.Run(name, func(t *testing.T) {
+			g := golden.Open(t, "testdata/golden/"+name+".safetensors")
+			n := func(k string) int64 { return metaInt(t, g, k) }
+			scale, err := strconv.ParseFloat(g.Metadata("scale"), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dim, heads := n("dim"), n("heads")
+			spec := model.Spec{Preset: "vit-s16", Image: n("image"), Patch: n("patch"), Channels: n("channels"),
+				Dim: dim, Depth: n("depth"), Heads: heads, HeadDim: dim / heads, MLP: n("mlp"), Classes: n("classes"),
+				Prefix: model.PrefixConfig{Blocks: n("prefix_blocks"), Mid: n("mid"), Scale: scale,
+					Kind: model.PrefixKind(g.Metadata("kind")), Form: model.PrefixForm(g.Metadata("form")),
+					Init: model.PrefixInit(g.Metadata("init")), Length: n("length")}}
+			newStack(t, g, spec, 3).matchForwardBackward()
+		})
+	}
+}
+
 // TestFocalNetMatchesPyTorch: microsoft/FocalNet's layout in PyTorch (two stages with the
 // 2×2 downsampler between them, three focal levels: kernels 3, 5 and 7 over 4×4 and 2×2
 // maps) and pfl's FocalNet give the same logits, loss and gradients.

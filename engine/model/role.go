@@ -19,7 +19,7 @@ const (
 	RoleFocalH                   // FocalNet modulator projection h (1x1)
 	RoleFocalProj                // FocalNet output projection
 	RoleDownsample               // FocalNet stage downsampling convolutions
-	RoleAdapter                  // adapters: FedPerfix's K/V prefix adapter, MLP adapters
+	RoleAdapter                  // adapters: FedPerfix's K/V prefixes of every kind (adapter, linear, tokens), MLP adapters
 	RolePrompt                   // prompt tokens
 	RoleEmbedding                // token embedding of text models
 	RoleConv                     // convolutions of the ConvNet

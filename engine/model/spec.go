@@ -25,10 +25,13 @@ type Spec struct {
 	// ViTs). FocalNets: Depth sets every stage's depth. ConvNets and the LSTM: none.
 	Depth, Patch, Dim, Heads, HeadDim, MLP int64
 
-	// Plug-ins of the ViTs (zero: the preset's) and FocalNet's focal levels.
-	Prefix  PrefixConfig     // FedPerfix's K/V prefix adapters
+	// Plug-ins of the ViTs (zero: the preset's) and FocalNet's focal levels. A non-zero
+	// Prefix or Adapter replaces the preset's whole config (its zero fields mean their
+	// defaults, not the preset's values): Prefix{Blocks: 12, Scale: 1.5, Kind: PrefixLinear,
+	// Init: PrefixInitZero} on vit-s16 or vit-s16-perfix is the official code's Prefix-Z.
+	Prefix  PrefixConfig     // FedPerfix's K/V prefixes: kind, form, init (see PrefixConfig)
 	Prompts int64            // deep prompt tokens per block
-	Adapter MLPAdapterConfig // a sequential adapter after every MLP
+	Adapter MLPAdapterConfig // a sequential adapter after every MLP, per block or shared
 	Levels  int64            // FocalNet focal levels
 
 	// Dropout replaces the preset's dropout rate (ViTs and the text Transformer); nil keeps
@@ -90,9 +93,15 @@ func (s Spec) Check() error {
 			return fmt.Errorf("model %s has no %s to set (it takes %s)", s.Preset, f, strings.Join(takes[p.family], ", "))
 		}
 	}
-	for _, v := range []int64{s.Classes, s.Image, s.Channels, s.Vocab, s.SeqLen, s.Depth, s.Patch, s.Dim, s.Heads, s.HeadDim, s.MLP, s.Prompts, s.Levels} {
-		if v < 0 {
-			return fmt.Errorf("model %s: negative size in %+v", s.Preset, s)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"Classes", s.Classes}, {"Image", s.Image}, {"Channels", s.Channels}, {"Vocab", s.Vocab}, {"SeqLen", s.SeqLen},
+		{"Depth", s.Depth}, {"Patch", s.Patch}, {"Dim", s.Dim}, {"Heads", s.Heads}, {"HeadDim", s.HeadDim}, {"MLP", s.MLP},
+		{"Prompts", s.Prompts}, {"Levels", s.Levels}, {"Prefix.Blocks", s.Prefix.Blocks}, {"Prefix.Mid", s.Prefix.Mid},
+		{"Prefix.Length", s.Prefix.Length}, {"Adapter.Mid", s.Adapter.Mid}} {
+		if f.v < 0 {
+			return fmt.Errorf("model %s: %s %d is negative", s.Preset, f.name, f.v)
 		}
 	}
 	return nil

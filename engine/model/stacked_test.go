@@ -182,6 +182,15 @@ func smallViT(timm bool) ViTConfig {
 	return c
 }
 
+// vitWith builds smallViT(true) (timm's layout) changed by edit.
+func vitWith(edit func(*ViTConfig)) builder {
+	return func(k int, g *cuda.Generator) (Model, error) {
+		c := smallViT(true)
+		edit(&c)
+		return NewViT("small", c, k, cuda.CPU, cuda.Float64, g)
+	}
+}
+
 func TestMaskedBatchNormStackedEqualsSeparate(t *testing.T) {
 	// client 0: both samples real; client 1: one padded slot; client 2: idle
 	checkStacked(t, func(k int, g *cuda.Generator) (Model, error) {
@@ -238,6 +247,28 @@ func TestStackedEqualsSeparate(t *testing.T) {
 			}
 			return NewTwoHeads(m, g)
 		}, images(3, 8), false},
+		// every prefix (in both blocks, beside the prompts and the MLP adapter of smallViT)
+		{"vit-prefix-adapter-concat", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 2, Mid: 6, Scale: 1.5, Form: PrefixConcat}
+		}), images(3, 8), false},
+		{"vit-prefix-adapter-zero", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 2, Mid: 6, Init: PrefixInitZero}
+		}), images(3, 8), false},
+		{"vit-prefix-linear-add-zero", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 2, Scale: 1.5, Kind: PrefixLinear, Init: PrefixInitZero}
+		}), images(3, 8), false},
+		{"vit-prefix-linear-concat", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 2, Kind: PrefixLinear, Form: PrefixConcat}
+		}), images(3, 8), false},
+		{"vit-prefix-tokens", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 2, Scale: 0.5, Kind: PrefixTokens, Form: PrefixConcat, Length: 3}
+		}), images(3, 8), false},
+		{"vit-prefix-tokens-zero", vitWith(func(c *ViTConfig) {
+			c.Prefix = PrefixConfig{Blocks: 1, Kind: PrefixTokens, Form: PrefixConcat, Init: PrefixInitZero, Length: 2}
+		}), images(3, 8), false},
+		{"vit-mlp-adapter-shared", vitWith(func(c *ViTConfig) {
+			c.MLPAdapter = MLPAdapterConfig{Mid: 4, Scale: 0.5, Shared: true}
+		}), images(3, 8), false},
 		{"lstm", func(k int, g *cuda.Generator) (Model, error) {
 			return NewLSTM("lstm", LSTMConfig{Vocab: 9, Embed: 4, Hidden: 6, Layers: 2, SeqLen: 5}, k, cuda.CPU, cuda.Float64, g)
 		}, tokens(9, 5), false},

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"pfl/cuda"
 )
@@ -24,26 +25,186 @@ type ViTConfig struct {
 	Dropout                float64 // after the embedding, the attention output and both FFN layers
 
 	// Plug points (zero values: off).
-	Prefix     PrefixConfig     // FedPerfix's parallel adapter producing K/V offsets
+	Prefix     PrefixConfig     // FedPerfix's K/V prefixes (its adapter, and the vanilla prefixes of its ablation)
 	Prompts    int64            // prompt tokens inserted after the class token in every block (deep VPT)
-	MLPAdapter MLPAdapterConfig // sequential adapter after every block's MLP
+	MLPAdapter MLPAdapterConfig // sequential adapter after every block's MLP, per block or shared
 }
 
-// PrefixConfig is FedPerfix's "prefix": in each of the last Blocks blocks an adapter
-// Tanh(x W_down + b) W_up + b produces per-token offsets for K and V from the attention's
-// input, added to the projections scaled by Scale (FedPerfix: mid 256, scale 1.5, all 12
-// blocks). Its init is PyTorch's default, as in FedPerfix's code (not zero).
+// PrefixConfig is FedPerfix's "prefix" (Sun et al., ICCV 2023, §3.4–3.5) on the
+// self-attention of the last Blocks blocks, and the vanilla prefixes of its §5.3 ablation
+// (Table 6). The zero value is off; with only Blocks, Mid and Scale set it is FedPerfix as
+// its official code runs it: an adapter Tanh(Z W_down + b) W_up + b (Eq. 4) whose per-token
+// output of width 2·inner, times Scale, is added to K and V (qkv = qkv(Z) + s·[0, ΔK, ΔV];
+// FedPerfix: mid 256, scale 1.5, all 12 blocks), PyTorch's default Linear init. Z is the
+// attention's input, norm1(x), prompt tokens included.
+//
+// Kind picks what produces the prefixes, Form how they enter the attention, Init how they
+// start:
+//
+//   - the paper's FedPerfix (Eq. 4, 5): Kind adapter, Form concat;
+//   - the official code: Kind adapter, Form add (the default);
+//   - Prefix-Z / Prefix-R as the official code runs them (`--vanilla zero|random`): Kind
+//     linear, Form add, Init zero / default;
+//   - Prefix-Z / Prefix-R as the paper writes them (Eq. 3, vanilla prefix-tuning): Kind
+//     tokens, Form concat, Init zero / default.
 type PrefixConfig struct {
-	Blocks int64   // the last Blocks blocks get an adapter; 0: none
-	Mid    int64   // bottleneck width
-	Scale  float64 // s; 0 means 1
+	Blocks int64      // the last Blocks blocks get a prefix; 0: none (then every field must be zero)
+	Mid    int64      // the adapter's bottleneck width (Kind adapter only; required there)
+	Scale  float64    // s, multiplying every kind's prefixes (Eq. 5; Eq. 3's tokens have none, there s only reparameterizes); 0 means 1
+	Kind   PrefixKind // what produces the prefixes; "": PrefixAdapter
+	Form   PrefixForm // how they enter the attention; "": PrefixAdd
+	Init   PrefixInit // how they start; "": PrefixInitDefault
+	Length int64      // L, the number of prefix tokens per block (Kind tokens only; required there)
 }
 
-// MLPAdapterConfig is a bottleneck x + Scale·W_up Tanh(W_down x) after each block's MLP,
-// zero-initialized on W_up so that it starts as the identity.
+// PrefixKind says what produces a block's prefixes P_k, P_v.
+type PrefixKind string
+
+// Prefix kinds.
+const (
+	// PrefixAdapter is FedPerfix's parallel adapter (Eq. 4): P_k‖P_v = Tanh(Z W_down + b)
+	// W_up + b, one row per token of Z; parameters attn.adapter.{down,up}.{weight,bias}.
+	// The default ("" reads as adapter).
+	PrefixAdapter PrefixKind = "adapter"
+	// PrefixLinear is the official code's vanilla prefix (`--vanilla`): one Linear(dim →
+	// 2·inner) per block, P_k‖P_v = Z W + b per token, no activation; parameters
+	// attn.adapter.kv.{weight,bias}, the official names.
+	PrefixLinear PrefixKind = "linear"
+	// PrefixTokens is vanilla prefix-tuning as Eq. 3 writes it (Li & Liang): learnable
+	// P_k, P_v of shape [Length, inner] per block and client, independent of the input;
+	// parameters attn.prefix_k and attn.prefix_v. Needs Form concat.
+	PrefixTokens PrefixKind = "tokens"
+)
+
+// PrefixForm says how prefixes enter the attention.
+type PrefixForm string
+
+// Prefix forms.
+const (
+	// PrefixAdd adds the per-token prefixes to the keys and values, K + s·P_k and V + s·P_v:
+	// attention stays over T keys. The official code's form, and the default ("").
+	PrefixAdd PrefixForm = "add"
+	// PrefixConcat concatenates the prefixes along the sequence as extra keys and values
+	// (Eq. 3, 5): softmax(q [s·P_k; K]ᵀ/√d) [s·P_v; V] over T + L keys, L = T for the
+	// adapter and linear kinds (one prefix per token), L = Length for tokens. By Eq. 6 it is
+	// the mixture (1 − λ)·Attn(q, K, V) + λ·Attn(q, s·P_k, s·P_v), λ the softmax mass on the
+	// prefixes.
+	PrefixConcat PrefixForm = "concat"
+)
+
+// PrefixInit says how a prefix's parameters start.
+type PrefixInit string
+
+// Prefix initializations.
+const (
+	// PrefixInitDefault is the default ("" reads as default). Adapter and linear kinds:
+	// PyTorch's default Linear init U(±1/√fan_in), as the official code (`--vanilla random`
+	// is Prefix-R). Tokens: U(−1, 1), whose variance 1/3 is the variance at init of the
+	// linear kind's output on a LayerNorm-ed token ((dim + 1)/(3·dim) for weights and bias in
+	// U(±1/√dim)), so the paper's Prefix-R starts at the scale of the official one; timm's
+	// N(0, 0.02²) would start nearly at Prefix-Z, and N(0, 1) well above the keys' scale.
+	PrefixInitDefault PrefixInit = "default"
+	// PrefixInitZero starts the prefix at zero (Prefix-Z): the linear kind's weight and bias
+	// (the official `--vanilla zero`), the tokens themselves, or the adapter's up
+	// projection (weight and bias; its down projection keeps the default init, so that the
+	// gradient reaches it once up has moved). In the add form a zero prefix leaves the
+	// model exactly as without it; in the concat form zero keys still take softmax mass.
+	PrefixInitZero PrefixInit = "zero"
+)
+
+func (p PrefixConfig) kind() PrefixKind {
+	if p.Kind == "" {
+		return PrefixAdapter
+	}
+	return p.Kind
+}
+
+func (p PrefixConfig) form() PrefixForm {
+	if p.Form == "" {
+		return PrefixAdd
+	}
+	return p.Form
+}
+
+func (p PrefixConfig) init() PrefixInit {
+	if p.Init == "" {
+		return PrefixInitDefault
+	}
+	return p.Init
+}
+
+// keys is the number of prefix keys a block with a prefix attends to beside its t tokens:
+// 0 in the add form, t (adapter, linear) or Length (tokens) in the concat form.
+func (p PrefixConfig) keys(t int64) int64 {
+	switch {
+	case p.form() == PrefixAdd:
+		return 0
+	case p.kind() == PrefixTokens:
+		return p.Length
+	}
+	return t
+}
+
+// validate reports a prefix that cannot be built in a ViT of the given depth, naming the
+// field.
+func (p PrefixConfig) validate(depth int64) error {
+	if p.Blocks == 0 {
+		if p != (PrefixConfig{}) {
+			return fmt.Errorf("vit: Prefix.Blocks is 0 (no prefix) but other prefix fields are set: %+v", p)
+		}
+		return nil
+	}
+	k := p.kind()
+	switch {
+	case p.Blocks < 0 || p.Blocks > depth:
+		return fmt.Errorf("vit: Prefix.Blocks %d not in [0, %d] (the depth)", p.Blocks, depth)
+	case k != PrefixAdapter && k != PrefixLinear && k != PrefixTokens:
+		return fmt.Errorf("vit: Prefix.Kind %q: choose %s, %s or %s", p.Kind, PrefixAdapter, PrefixLinear, PrefixTokens)
+	case p.form() != PrefixAdd && p.form() != PrefixConcat:
+		return fmt.Errorf("vit: Prefix.Form %q: choose %s or %s", p.Form, PrefixAdd, PrefixConcat)
+	case p.init() != PrefixInitDefault && p.init() != PrefixInitZero:
+		return fmt.Errorf("vit: Prefix.Init %q: choose %s or %s", p.Init, PrefixInitDefault, PrefixInitZero)
+	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0):
+		return fmt.Errorf("vit: Prefix.Scale %g is not finite", p.Scale)
+	case k == PrefixAdapter && p.Mid <= 0:
+		return fmt.Errorf("vit: Prefix.Mid %d: the adapter kind needs a positive bottleneck width", p.Mid)
+	case k != PrefixAdapter && p.Mid != 0:
+		return fmt.Errorf("vit: Prefix.Mid %d is set, but the %s kind has no bottleneck", p.Mid, k)
+	case k == PrefixTokens && p.Length <= 0:
+		return fmt.Errorf("vit: Prefix.Length %d: the tokens kind needs a positive number of prefix tokens", p.Length)
+	case k != PrefixTokens && p.Length != 0:
+		return fmt.Errorf("vit: Prefix.Length %d is set, but the %s kind has one prefix per token", p.Length, k)
+	case k == PrefixTokens && p.form() != PrefixConcat:
+		return fmt.Errorf("vit: Prefix.Form %s with the tokens kind: prefix tokens are extra keys, they need Form %s", p.form(), PrefixConcat)
+	}
+	return nil
+}
+
+// MLPAdapterConfig is a bottleneck adapter x + Scale·W_up Tanh(W_down x) after each block's
+// MLP (FedPerfix §5.3's "Adapters", Table 6), zero-initialized on W_up (weight and bias) so
+// that it starts as the identity. pfl applies it to the residual stream after the MLP's
+// residual add; FedPerfix's official adapter.py applies it to the MLP branch before that add
+// (x + m + A(m), m the MLP's output) and zero-initializes W_down too (then only W_up's bias
+// ever receives a gradient).
 type MLPAdapterConfig struct {
-	Mid   int64   // bottleneck width; 0: no adapter
+	Mid   int64   // bottleneck width; 0: no adapter (then every field must be zero)
 	Scale float64 // 0 means 1
+	// Shared makes one adapter, one parameter set (mlp_adapter.*, block index -1), that every
+	// block applies, as the official adapter.py does; false: one adapter per block
+	// (blocks.i.mlp_adapter.*), as the paper's Adapter-tuning describes.
+	Shared bool
+}
+
+func (a MLPAdapterConfig) validate() error {
+	switch {
+	case a.Mid < 0:
+		return fmt.Errorf("vit: MLPAdapter.Mid %d is negative", a.Mid)
+	case a.Mid == 0 && a != (MLPAdapterConfig{}):
+		return fmt.Errorf("vit: MLPAdapter.Mid is 0 (no adapter) but other adapter fields are set: %+v", a)
+	case math.IsNaN(a.Scale) || math.IsInf(a.Scale, 0):
+		return fmt.Errorf("vit: MLPAdapter.Scale %g is not finite", a.Scale)
+	}
+	return nil
 }
 
 func orOne(v float64) float64 {
@@ -83,12 +244,13 @@ func (c ViTConfig) Validate() error {
 		return fmt.Errorf("vit: channels, dim, depth, heads, head dim, MLP and classes must be positive: %+v", c)
 	case c.Dropout < 0 || c.Dropout >= 1:
 		return fmt.Errorf("vit: dropout %g not in [0, 1)", c.Dropout)
-	case c.Prefix.Blocks < 0 || c.Prefix.Blocks > c.Depth || (c.Prefix.Blocks > 0 && c.Prefix.Mid <= 0):
-		return fmt.Errorf("vit: prefix on %d of %d blocks with mid %d", c.Prefix.Blocks, c.Depth, c.Prefix.Mid)
-	case c.Prompts < 0 || c.MLPAdapter.Mid < 0:
-		return fmt.Errorf("vit: negative prompts or adapter width")
+	case c.Prompts < 0:
+		return fmt.Errorf("vit: Prompts %d is negative", c.Prompts)
 	}
-	return nil
+	if err := c.Prefix.validate(c.Depth); err != nil {
+		return err
+	}
+	return c.MLPAdapter.validate()
 }
 
 // ViT is a client-stacked Vision Transformer.
@@ -102,9 +264,11 @@ type ViT struct {
 type vitBlock struct {
 	norm1W, norm1B, qkvW, qkvB, outW, outB *Param
 	norm2W, norm2B, fc1W, fc1B, fc2W, fc2B *Param
-	downW, downB, upW, upB                 *Param // prefix adapter (nil when off)
+	downW, downB, upW, upB                 *Param // prefix: adapter kind (nil otherwise)
+	kvW, kvB                               *Param // prefix: linear kind
+	prefixK, prefixV                       *Param // prefix: tokens kind
 	prompt                                 *Param
-	adDownW, adDownB, adUpW, adUpB         *Param // MLP adapter
+	adDownW, adDownB, adUpW, adUpB         *Param // MLP adapter (the same four in every block when shared)
 }
 
 // NewViT builds a ViT for k clients on dev, drawing the initial weights from gen.
@@ -156,21 +320,22 @@ func NewViT(name string, c ViTConfig, k int, dev cuda.Device, dt cuda.DType, gen
 		b.fc1W, b.fc1B = lin(p+"mlp.fc1", RoleMLP, i, c.Dim, c.MLP, true)
 		b.fc2W, b.fc2B = lin(p+"mlp.fc2", RoleMLP, i, c.MLP, c.Dim, true)
 		if int64(i) >= c.Depth-c.Prefix.Blocks {
-			b.downW = ps.add(p+"attn.adapter.down.weight", RoleAdapter, i, InitFanIn, c.Dim, 0, c.Prefix.Mid, c.Dim)
-			b.downB = ps.add(p+"attn.adapter.down.bias", RoleAdapter, i, InitFanIn, c.Dim, 0, c.Prefix.Mid)
-			b.upW = ps.add(p+"attn.adapter.up.weight", RoleAdapter, i, InitFanIn, c.Prefix.Mid, 0, 2*inner, c.Prefix.Mid)
-			b.upB = ps.add(p+"attn.adapter.up.bias", RoleAdapter, i, InitFanIn, c.Prefix.Mid, 0, 2*inner)
+			addPrefix(ps, &b, c.Prefix, p, i, c.Dim, inner)
 		}
 		if c.Prompts > 0 {
 			b.prompt = ps.add(p+"prompt", RolePrompt, i, InitTimm, 0, 0, c.Prompts, c.Dim)
 		}
-		if c.MLPAdapter.Mid > 0 {
-			b.adDownW = ps.add(p+"mlp_adapter.down.weight", RoleAdapter, i, InitFanIn, c.Dim, 0, c.MLPAdapter.Mid, c.Dim)
-			b.adDownB = ps.add(p+"mlp_adapter.down.bias", RoleAdapter, i, InitFanIn, c.Dim, 0, c.MLPAdapter.Mid)
-			b.adUpW = ps.add(p+"mlp_adapter.up.weight", RoleAdapter, i, InitZeros, 0, 0, c.Dim, c.MLPAdapter.Mid)
-			b.adUpB = ps.add(p+"mlp_adapter.up.bias", RoleAdapter, i, InitZeros, 0, 0, c.Dim)
+		if c.MLPAdapter.Mid > 0 && !c.MLPAdapter.Shared {
+			b.adDownW, b.adDownB, b.adUpW, b.adUpB = addMLPAdapter(ps, p, i, c.Dim, c.MLPAdapter.Mid)
 		}
 		m.blocks = append(m.blocks, b)
+	}
+	if c.MLPAdapter.Mid > 0 && c.MLPAdapter.Shared {
+		dw, db, uw, ub := addMLPAdapter(ps, "", -1, c.Dim, c.MLPAdapter.Mid)
+		for i := range m.blocks {
+			b := &m.blocks[i]
+			b.adDownW, b.adDownB, b.adUpW, b.adUpB = dw, db, uw, ub
+		}
 	}
 	m.normW, m.normB = norm("norm", -1)
 	m.headW, m.headB = lin("head", RoleHead, -1, c.Dim, c.Classes, true)
@@ -179,6 +344,41 @@ func NewViT(name string, c ViTConfig, k int, dev cuda.Device, dt cuda.DType, gen
 		return nil, err
 	}
 	return m, nil
+}
+
+// addPrefix declares block i's prefix parameters (names under prefix p, e.g. "blocks.3.").
+// Every kind's parameters have RoleAdapter: FedPerfix keeps them local, as it keeps the MLP
+// adapters of its ablation, and the official code selects them by the name part "adapter".
+func addPrefix(ps *Set, b *vitBlock, pc PrefixConfig, p string, i int, dim, inner int64) {
+	zero := pc.init() == PrefixInitZero
+	or := func(def Init) Init {
+		if zero {
+			return InitZeros
+		}
+		return def
+	}
+	switch pc.kind() {
+	case PrefixAdapter:
+		b.downW = ps.add(p+"attn.adapter.down.weight", RoleAdapter, i, InitFanIn, dim, 0, pc.Mid, dim)
+		b.downB = ps.add(p+"attn.adapter.down.bias", RoleAdapter, i, InitFanIn, dim, 0, pc.Mid)
+		b.upW = ps.add(p+"attn.adapter.up.weight", RoleAdapter, i, or(InitFanIn), pc.Mid, 0, 2*inner, pc.Mid)
+		b.upB = ps.add(p+"attn.adapter.up.bias", RoleAdapter, i, or(InitFanIn), pc.Mid, 0, 2*inner)
+	case PrefixLinear:
+		b.kvW = ps.add(p+"attn.adapter.kv.weight", RoleAdapter, i, or(InitFanIn), dim, 0, 2*inner, dim)
+		b.kvB = ps.add(p+"attn.adapter.kv.bias", RoleAdapter, i, or(InitFanIn), dim, 0, 2*inner)
+	case PrefixTokens:
+		// InitFanIn with fan-in 1 is U(−1, 1) (see PrefixInitDefault)
+		b.prefixK = ps.add(p+"attn.prefix_k", RoleAdapter, i, or(InitFanIn), 1, 0, pc.Length, inner)
+		b.prefixV = ps.add(p+"attn.prefix_v", RoleAdapter, i, or(InitFanIn), 1, 0, pc.Length, inner)
+	}
+}
+
+// addMLPAdapter declares an MLP adapter's parameters under prefix p ("" for the shared one).
+func addMLPAdapter(ps *Set, p string, i int, dim, mid int64) (downW, downB, upW, upB *Param) {
+	return ps.add(p+"mlp_adapter.down.weight", RoleAdapter, i, InitFanIn, dim, 0, mid, dim),
+		ps.add(p+"mlp_adapter.down.bias", RoleAdapter, i, InitFanIn, dim, 0, mid),
+		ps.add(p+"mlp_adapter.up.weight", RoleAdapter, i, InitZeros, 0, 0, dim, mid),
+		ps.add(p+"mlp_adapter.up.bias", RoleAdapter, i, InitZeros, 0, 0, dim)
 }
 
 // tokens is the sequence length of the position embedding: patches plus the class token.
@@ -195,13 +395,20 @@ func (m *ViT) MACs() int64 {
 	macs := n * c.Channels * c.Patch * c.Patch * c.Dim // patch embedding
 	for i := int64(0); i < c.Depth; i++ {
 		t := c.tokens() + c.Prompts
+		keys := t // keys and values attended to: the tokens, and prefixes in the concat form
+		if i >= c.Depth-c.Prefix.Blocks {
+			switch c.Prefix.kind() {
+			case PrefixAdapter:
+				macs += t * (c.Dim*c.Prefix.Mid + c.Prefix.Mid*2*inner)
+			case PrefixLinear:
+				macs += t * c.Dim * 2 * inner
+			}
+			keys += c.Prefix.keys(t)
+		}
 		macs += t * c.Dim * 3 * inner // Q, K, V
-		macs += 2 * t * t * inner     // Q Kᵀ and attention · V
+		macs += 2 * t * keys * inner  // Q Kᵀ and attention · V
 		macs += t * inner * c.Dim     // output projection
 		macs += 2 * t * c.Dim * c.MLP // feed-forward
-		if i >= c.Depth-c.Prefix.Blocks {
-			macs += t * (c.Dim*c.Prefix.Mid + c.Prefix.Mid*2*inner)
-		}
 		macs += 2 * t * c.Dim * c.MLPAdapter.Mid
 	}
 	return macs + c.Dim*c.Classes
@@ -271,20 +478,32 @@ func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cu
 		return nil
 	}
 	q, key, val := qkv[0], qkv[1], qkv[2]
-	if bl.downW != nil {
-		a := s.Tanh(linear(s, h, pass.w(bl.downW), pass.w(bl.downB)))
-		off := s.Split(linear(s, a, pass.w(bl.upW), pass.w(bl.upB)), -1, inner, inner)
+	var pk, pv *cuda.Tensor // prefix keys and values of the concat form
+	scale := orOne(c.Prefix.Scale)
+	if bl.downW != nil || bl.kvW != nil {
+		var kv *cuda.Tensor // [K, B, T, 2·inner]: one prefix per token
+		if bl.downW != nil {
+			kv = linear(s, s.Tanh(linear(s, h, pass.w(bl.downW), pass.w(bl.downB))), pass.w(bl.upW), pass.w(bl.upB)) // Eq. 4
+		} else {
+			kv = linear(s, h, pass.w(bl.kvW), pass.w(bl.kvB))
+		}
+		off := s.Split(kv, -1, inner, inner)
 		if s.Err() != nil {
 			return nil
 		}
-		key = s.AddScaled(key, off[0], orOne(c.Prefix.Scale))
-		val = s.AddScaled(val, off[1], orOne(c.Prefix.Scale))
+		if c.Prefix.form() == PrefixAdd { // the official code: qkv(Z) + s·[0, ΔK, ΔV]
+			key = s.AddScaled(key, off[0], scale)
+			val = s.AddScaled(val, off[1], scale)
+		} else { // Eq. 5: [s·P_k; K], [s·P_v; V]
+			pk, pv = s.MulScalar(off[0], scale), s.MulScalar(off[1], scale)
+		}
 	}
-	heads := func(z *cuda.Tensor) *cuda.Tensor { // [K, B, T, I] -> [K·B, H, T, dh]
-		return s.Reshape(s.Permute(s.Reshape(z, k, b, t, c.Heads, c.HeadDim), 0, 1, 3, 2, 4), k*b, c.Heads, t, c.HeadDim)
+	if bl.prefixK != nil { // Eq. 3: the same L prefix tokens for every image
+		l := c.Prefix.Length
+		pk = s.Expand(s.Unsqueeze(s.MulScalar(pass.w(bl.prefixK), scale), 1), k, b, l, inner)
+		pv = s.Expand(s.Unsqueeze(s.MulScalar(pass.w(bl.prefixV), scale), 1), k, b, l, inner)
 	}
-	a := s.SDPA(heads(q), heads(key), heads(val), nil, cuda.AttentionOptions{})
-	a = s.Reshape(s.Permute(s.Reshape(a, k, b, c.Heads, t, c.HeadDim), 0, 1, 3, 2, 4), k, b, t, inner)
+	a := attention(s, q, key, val, pk, pv, c.Heads)
 	a = dropout(s, linear(s, a, pass.w(bl.outW), pass.w(bl.outB)), c.Dropout, pass)
 	x = s.Add(x, a)
 
@@ -301,4 +520,26 @@ func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cu
 		x = s.Cat(2, s.Narrow(x, 2, 0, 1), s.Narrow(x, 2, 1+c.Prompts, t-1-c.Prompts))
 	}
 	return x
+}
+
+// attention is multi-head scaled dot-product attention of queries q [K, B, T, I] over keys
+// key and values val [K, B, S, I], I = heads·d, head h reading columns h·d … h·d + d − 1
+// (timm's split). With prefixes pk and pv [K, B, L, I] (nil: none), they are concatenated
+// before the keys and values along the sequence, [pk; key] and [pv; val] (Eq. 3 and 5), so
+// each query attends over L + S keys: softmax(q [pk; key]ᵀ/√d) [pv; val]. Output [K, B, T, I].
+func attention(s *cuda.Scope, q, key, val, pk, pv *cuda.Tensor, heads int64) *cuda.Tensor {
+	if pk != nil {
+		key, val = s.Cat(2, pk, key), s.Cat(2, pv, val)
+	}
+	if s.Err() != nil {
+		return nil
+	}
+	k, b, t, inner := q.Size(0), q.Size(1), q.Size(2), q.Size(3)
+	d := inner / heads
+	split := func(z *cuda.Tensor) *cuda.Tensor { // [K, B, n, I] -> [K·B, H, n, d]
+		n := z.Size(2)
+		return s.Reshape(s.Permute(s.Reshape(z, k, b, n, heads, d), 0, 1, 3, 2, 4), k*b, heads, n, d)
+	}
+	a := s.SDPA(split(q), split(key), split(val), nil, cuda.AttentionOptions{})
+	return s.Reshape(s.Permute(s.Reshape(a, k, b, heads, t, d), 0, 1, 3, 2, 4), k, b, t, inner)
 }

@@ -113,3 +113,91 @@ func TestSmallModelCounts(t *testing.T) {
 		t.Error("unknown preset accepted")
 	}
 }
+
+// TestPrefixCounts: the exact parameter counts and forward MACs of every prefix and MLP
+// adapter on timm's ViT-S/16 at 100 classes (dim 384 = inner, 197 tokens, 12 blocks). The
+// MACs are the plain ViT-S/16's plus what each plug-in adds: producing the prefixes
+// (197 tokens through their layers) and, in the concat form, Q Kᵀ and attention · V over
+// the L extra keys, 2·197·L·384 per block.
+func TestPrefixCounts(t *testing.T) {
+	const (
+		blocks, tokens, dim = 12, 197, 384
+		base                = 21704164 // ViT-S/16, 100 classes
+		concatPerToken      = blocks * 2 * tokens * tokens * dim
+	)
+	plain, err := NewViT("vit-s16", ViTS16(100), 1, cuda.CPU, cuda.Float32, nil) // declared only
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseMACs := plain.MACs()
+	cases := []struct {
+		name     string
+		prefix   PrefixConfig
+		adapter  MLPAdapterConfig
+		params   int64 // RoleAdapter parameters
+		perBlock int64 // RoleAdapter parameters of block 11 (0: none there)
+		macs     int64 // MACs added to ViT-S/16's
+	}{
+		// FedPerfix: down 384·256 + 256, up 256·768 + 768 = 295,936 per block
+		{"fedperfix-mid256", PrefixConfig{Blocks: 12, Mid: 256, Scale: 1.5}, MLPAdapterConfig{},
+			3551232, 295936, blocks * tokens * (dim*256 + 256*2*dim)},
+		// the official code's default mid 512: 384·512 + 512 + 512·768 + 768 = 591,104 per
+		// block, 12·591,104 = 7,093,248
+		{"fedperfix-mid512", PrefixConfig{Blocks: 12, Mid: 512, Scale: 0.8}, MLPAdapterConfig{},
+			7093248, 591104, blocks * tokens * (dim*512 + 512*2*dim)},
+		// the paper's form: the same adapter, 197 more keys per block
+		{"fedperfix-concat", PrefixConfig{Blocks: 12, Mid: 256, Scale: 1.5, Form: PrefixConcat}, MLPAdapterConfig{},
+			3551232, 295936, blocks*tokens*(dim*256+256*2*dim) + concatPerToken},
+		// the last 4 blocks only
+		{"fedperfix-4-blocks", PrefixConfig{Blocks: 4, Mid: 256}, MLPAdapterConfig{},
+			4 * 295936, 295936, 4 * tokens * (dim*256 + 256*2*dim)},
+		// the official vanilla prefix: 384·768 + 768 = 295,680 per block
+		{"linear-add-zero", PrefixConfig{Blocks: 12, Kind: PrefixLinear, Init: PrefixInitZero}, MLPAdapterConfig{},
+			3548160, 295680, blocks * tokens * dim * 2 * dim},
+		{"linear-concat", PrefixConfig{Blocks: 12, Kind: PrefixLinear, Form: PrefixConcat}, MLPAdapterConfig{},
+			3548160, 295680, blocks*tokens*dim*2*dim + concatPerToken},
+		// 10 prefix tokens: P_k and P_v of 10·384 per block, attention over 10 more keys
+		{"tokens-10", PrefixConfig{Blocks: 12, Kind: PrefixTokens, Form: PrefixConcat, Length: 10}, MLPAdapterConfig{},
+			92160, 7680, blocks * 2 * tokens * 10 * dim},
+		// MLP adapters, mid 64: 384·64 + 64 + 64·384 + 384 = 49,600 each, applied in 12 blocks
+		{"mlp-adapter", PrefixConfig{}, MLPAdapterConfig{Mid: 64}, 12 * 49600, 49600, blocks * 2 * tokens * dim * 64},
+		{"mlp-adapter-shared", PrefixConfig{}, MLPAdapterConfig{Mid: 64, Shared: true}, 49600, 0, blocks * 2 * tokens * dim * 64},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ViTS16(100)
+			cfg.Prefix, cfg.MLPAdapter = c.prefix, c.adapter
+			m, err := NewViT(c.name, cfg, 1, cuda.CPU, cuda.Float32, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Params().CountByRole()[RoleAdapter]; got != c.params {
+				t.Errorf("adapter parameters %d, want %d", got, c.params)
+			}
+			if got := m.Params().Count(); got != base+c.params {
+				t.Errorf("parameters %d, want %d", got, base+c.params)
+			}
+			var block int64
+			for _, p := range m.Params().ByRole(RoleAdapter) {
+				if p.Block == 11 {
+					block += p.Numel()
+				}
+			}
+			if block != c.perBlock {
+				t.Errorf("adapter parameters of block 11: %d, want %d", block, c.perBlock)
+			}
+			if got := m.MACs() - baseMACs; got != c.macs {
+				t.Errorf("added MACs %d, want %d", got, c.macs)
+			}
+		})
+	}
+	// the FedPerfix preset: 21,704,164 + 3,551,232 = 25,255,396 (the official count)
+	p, _ := Lookup("vit-s16-perfix")
+	m, err := p.Build(100, 1, cuda.CPU, cuda.Float32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Params().Count(); got != 25255396 {
+		t.Errorf("vit-s16-perfix: %d parameters, want 25,255,396", got)
+	}
+}

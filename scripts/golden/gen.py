@@ -16,6 +16,13 @@ Outputs (safetensors, F64 and I64):
   engine/model/testdata/golden/text_transformer.safetensors  and for the Shakespeare Transformer
   engine/model/testdata/golden/perfix_vit.safetensors  timm's ViT layout with FedPerfix's K/V
                                                        prefix adapter in its last block
+  engine/model/testdata/golden/perfix_{concat,linear_zero,linear_random,tokens}.safetensors
+                                                       the same ViT with the other prefixes: the
+                                                       adapter's output as extra keys and values
+                                                       (Eq. 5), the official code's vanilla
+                                                       Linear prefix zero- and randomly
+                                                       initialized, and learnable prefix tokens
+                                                       (Eq. 3)
   engine/model/testdata/golden/focalnet.safetensors   microsoft/FocalNet's layout, two stages
   engine/model/testdata/golden/lstm.safetensors       the next-character LSTM (torch.nn.LSTM)
   engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
@@ -262,17 +269,33 @@ def text_transformer():
                       {k: str(v) for k, v in cfg.items()})
 
 
+class PrefixTokens(nn.Module):
+    """Vanilla prefix-tuning's learnable prefixes (FedPerfix Eq. 3): P_k and P_v [length, dim],
+    U(-1, 1) (pfl's default for them) or zero."""
+
+    def __init__(self, length, dim, init):
+        super().__init__()
+        draw = torch.zeros if init == "zero" else (lambda *shape: torch.empty(*shape).uniform_(-1, 1))
+        self.k, self.v = nn.Parameter(draw(length, dim)), nn.Parameter(draw(length, dim))
+
+
 class PerfixViT(nn.Module):
     """timm's ViT (vit_small_patch16_224's layout at a small size: Conv2d patch stem, CLS
     token, learned positions, pre-norm blocks with a biased fused qkv, LayerNorm eps 1e-6,
     exact GELU, the final norm over every token, then the head on the class token) with
-    FedPerfix's prefix in the last `prefix_blocks` blocks: an adapter
-    up(tanh(down(norm1(x)))) of width 2*dim whose halves are added, times `scale`, to K and
-    V (qkv = qkv(x) + s*[0, dK, dV]), the official code's additive form."""
+    FedPerfix's prefix in the last `prefix_blocks` blocks. kind "adapter": an adapter
+    up(tanh(down(norm1(x)))) of width 2*dim; "linear": one Linear(dim, 2*dim) (the official
+    code's vanilla prefix; init "zero" zeroes its weight and bias); "tokens": learnable P_k,
+    P_v of `length` rows. form "add": the adapter's or linear's halves are added, times
+    `scale`, to K and V (qkv = qkv(x) + s*[0, dK, dV]), the official code's additive form;
+    "concat": s*P_k and s*P_v are concatenated before K and V along the sequence, extra keys
+    and values (Eq. 3, 5)."""
 
-    def __init__(self, image, patch, channels, dim, depth, heads, mlp, classes, prefix_blocks, mid, scale):
+    def __init__(self, image, patch, channels, dim, depth, heads, mlp, classes, prefix_blocks, mid, scale,
+                 kind="adapter", form="add", init="default", length=0):
         super().__init__()
         self.heads, self.scale, self.depth, self.prefix_blocks = heads, scale, depth, prefix_blocks
+        self.form = form
         self.stem = nn.Conv2d(channels, dim, patch, stride=patch)
         n = (image // patch) ** 2
         self.cls_token = nn.Parameter(0.1 * torch.randn(1, 1, dim))
@@ -282,8 +305,15 @@ class PerfixViT(nn.Module):
             b = nn.ModuleDict({"norm1": nn.LayerNorm(dim, eps=1e-6), "qkv": nn.Linear(dim, 3 * dim),
                                "proj": nn.Linear(dim, dim), "norm2": nn.LayerNorm(dim, eps=1e-6),
                                "fc1": nn.Linear(dim, mlp), "fc2": nn.Linear(mlp, dim)})
-            if i >= depth - prefix_blocks:
+            if i >= depth - prefix_blocks and kind == "adapter":
                 b["down"], b["up"] = nn.Linear(dim, mid), nn.Linear(mid, 2 * dim)
+            elif i >= depth - prefix_blocks and kind == "linear":
+                b["kv"] = nn.Linear(dim, 2 * dim)
+                if init == "zero":
+                    nn.init.zeros_(b["kv"].weight)
+                    nn.init.zeros_(b["kv"].bias)
+            elif i >= depth - prefix_blocks and kind == "tokens":
+                b["tokens"] = PrefixTokens(length, dim, init)
             self.blocks.append(b)
         self.norm = nn.LayerNorm(dim, eps=1e-6)
         self.head = nn.Linear(dim, classes)
@@ -291,10 +321,19 @@ class PerfixViT(nn.Module):
     def attention(self, b, x):
         bsz, n, c = x.shape
         qkv = b["qkv"](x)
-        if "down" in b:
-            kv = b["up"](torch.tanh(b["down"](x)))
-            qkv = qkv + self.scale * torch.cat([torch.zeros_like(x), kv], dim=-1)
+        pk = pv = None
+        if "down" in b or "kv" in b:
+            kv = b["up"](torch.tanh(b["down"](x))) if "down" in b else b["kv"](x)
+            if self.form == "add":
+                qkv = qkv + self.scale * torch.cat([torch.zeros_like(x), kv], dim=-1)
+            else:
+                pk, pv = (self.scale * kv).chunk(2, dim=-1)
+        elif "tokens" in b:
+            pk, pv = (self.scale * p.expand(bsz, -1, -1) for p in (b["tokens"].k, b["tokens"].v))
         q, k, v = qkv.reshape(bsz, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        if pk is not None:  # [B, L, C] -> [B, heads, L, C/heads], before the keys and values
+            split = lambda z: z.reshape(bsz, z.shape[1], self.heads, c // self.heads).transpose(1, 2)
+            k, v = torch.cat([split(pk), k], dim=2), torch.cat([split(pv), v], dim=2)
         attn = torch.softmax(q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5, dim=-1)
         return b["proj"]((attn @ v).transpose(1, 2).reshape(bsz, n, c))
 
@@ -320,6 +359,10 @@ class PerfixViT(nn.Module):
             if "down" in b:
                 out.update({p + "attn.adapter.down.weight": b["down"].weight, p + "attn.adapter.down.bias": b["down"].bias,
                             p + "attn.adapter.up.weight": b["up"].weight, p + "attn.adapter.up.bias": b["up"].bias})
+            if "kv" in b:
+                out.update({p + "attn.adapter.kv.weight": b["kv"].weight, p + "attn.adapter.kv.bias": b["kv"].bias})
+            if "tokens" in b:
+                out.update({p + "attn.prefix_k": b["tokens"].k, p + "attn.prefix_v": b["tokens"].v})
         out.update({"norm.weight": self.norm.weight, "norm.bias": self.norm.bias,
                     "head.weight": self.head.weight, "head.bias": self.head.bias})
         return out
@@ -355,6 +398,27 @@ def perfix_vit():
     out = forward_backward(m, torch.randn(5, 3, 8, 8), torch.tensor([2, 0, 1, 1, 2]), cfg["classes"])
     write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/perfix_vit.safetensors"), out,
                       {k: str(v) for k, v in cfg.items()})
+
+
+def perfix_variant(name, seed, **prefix):
+    """perfix_vit's model with another prefix, in both blocks (so the first block's prefix is
+    tested too): the record of one batch, with the prefix's config as metadata."""
+    torch.manual_seed(seed)
+    cfg = dict(image=8, patch=4, channels=3, dim=16, depth=2, heads=2, mlp=32, classes=3,
+               prefix_blocks=2, mid=0, scale=1.5, kind="adapter", form="add", init="default", length=0)
+    cfg.update(prefix)
+    m = PerfixViT(**cfg)
+    perturb_norms(m.pfl_params())
+    out = forward_backward(m, torch.randn(5, 3, 8, 8), torch.tensor([1, 2, 0, 2, 1]), cfg["classes"])
+    write_safetensors(os.path.join(ROOT, f"engine/model/testdata/golden/{name}.safetensors"), out,
+                      {k: str(v) for k, v in cfg.items()})
+
+
+def perfix_variants():
+    perfix_variant("perfix_concat", 8, kind="adapter", mid=6, form="concat")  # Eq. 4, 5
+    perfix_variant("perfix_linear_zero", 9, kind="linear", init="zero")  # Prefix-Z, official
+    perfix_variant("perfix_linear_random", 10, kind="linear")  # Prefix-R, official
+    perfix_variant("perfix_tokens", 11, kind="tokens", form="concat", length=3)  # Eq. 3
 
 
 class FocalModulation(nn.Module):
@@ -526,3 +590,4 @@ if __name__ == "__main__":
     focalnet()
     lstm()
     hypernetwork()
+    perfix_variants()
