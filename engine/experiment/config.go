@@ -119,10 +119,21 @@ type ModelConfig struct {
 // PrefixConfig is FedPerfix's K/V prefix adapter (§3.5, Eq. 4): in the last Blocks blocks,
 // Tanh(norm1(x) W_down) W_up gives per-token K and V offsets added, times Scale, to the
 // attention's K and V (the official code's additive form).
+//
+// Kind, Form and Init choose among the prefixes of FedPerfix's Table 6: kind adapter
+// (Eq. 4), linear (the official code's vanilla prefix: one Linear per block) or tokens
+// (Eq. 3's prefix tokens, Length per block); form add (the official code: offsets added
+// to K and V) or concat (the paper's Eq. 3/5: prefixes as extra keys and values); init
+// default (PyTorch's) or zero. fedperfix uses adapter/add, prefix-z and prefix-r
+// linear/add with init zero and default.
 type PrefixConfig struct {
-	Blocks int64   `mapstructure:"blocks" json:"blocks"` // the last Blocks blocks get one; fedperfix: all
-	Mid    int64   `mapstructure:"mid" json:"mid"`       // bottleneck width; fedperfix: 256 (official preset)
-	Scale  float64 `mapstructure:"scale" json:"scale"`   // s; fedperfix: 1.5 (official preset)
+	Blocks int64   `mapstructure:"blocks" json:"blocks"` // the last Blocks blocks get one; fedperfix, prefix-z/r: all
+	Mid    int64   `mapstructure:"mid" json:"mid"`       // adapter bottleneck width; fedperfix: 256 (official preset)
+	Scale  float64 `mapstructure:"scale" json:"scale"`   // s; fedperfix, prefix-z/r: 1.5 (official preset)
+	Kind   string  `mapstructure:"kind" json:"kind"`     // adapter, linear or tokens; default the algorithm's (adapter)
+	Form   string  `mapstructure:"form" json:"form"`     // add or concat; default add (concat for tokens)
+	Init   string  `mapstructure:"init" json:"init"`     // default or zero; default the algorithm's
+	Length int64   `mapstructure:"length" json:"length"` // prefix tokens per block (kind tokens); prefix-z/r: 10
 }
 
 // AdapterConfig is an adapter x + Scale·W_up Tanh(W_down x) after every block's MLP
@@ -130,6 +141,9 @@ type PrefixConfig struct {
 type AdapterConfig struct {
 	Mid   int64   `mapstructure:"mid" json:"mid"`     // bottleneck width; the adapters variant: 512 (official --mid_dim)
 	Scale float64 `mapstructure:"scale" json:"scale"` // adapters variant: 1
+	// Shared uses one adapter in every block, as FedPerfix's official adapter code does;
+	// default false (the paper's adapter per block).
+	Shared bool `mapstructure:"shared" json:"shared"`
 }
 
 // AlgorithmConfig selects the federated algorithm.
@@ -298,7 +312,14 @@ func (c AlgorithmConfig) options() fl.Options {
 }
 
 // partialAlgorithms are the algorithms that read algorithm.local_roles and local_blocks.
-var partialAlgorithms = []string{"partial", "fedperfix", "prompts", "adapters"}
+var partialAlgorithms = []string{"partial", "fedperfix", "prefix-z", "prefix-r", "prompts", "adapters"}
+
+// Algorithms that give the model a plug-in with their defaults (the others need a
+// model.prefix or model.adapter that is complete on its own).
+var (
+	prefixAlgorithms  = []string{"fedperfix", "prefix-z", "prefix-r"}
+	adapterAlgorithms = []string{"adapters"}
+)
 
 // localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
 // only local_blocks local).

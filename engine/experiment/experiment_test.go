@@ -134,24 +134,29 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 // the resource table, whose counts follow the roles (FedAvg keeps nothing personal and
 // sends everything; FedPerfix keeps its adapters and head).
 func TestFedPerfixFamilySuite(t *testing.T) {
-	cfg := filled(Config{Name: "perfix", Out: t.TempDir(), Suite: []string{"fedavg", "fedperfix", "prompts", "adapters"},
-		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16, Prefix: PrefixConfig{Mid: 4}},
-		Algorithm: AlgorithmConfig{LocalBlocks: []int{1}},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
-	// fedavg reads no local parts and takes no partial prefix: members differ in those
-	cfg.Suite = []string{"fedperfix", "prompts", "adapters"}
+	cfg := filled(Config{Name: "perfix", Out: t.TempDir(),
+		Suite: []string{"fedavg", "fedperfix: algorithm.name=fedperfix; model.prefix.mid=4; algorithm.local_blocks=[1]",
+			"prefix-z", "prompts", "adapters: algorithm.name=adapters; model.adapter.mid=3; model.adapter.shared=true"},
+		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model: ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16},
+		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Evaluation protocol (train.eval_protocol): fedperfix", "| fedperfix |", "| prompts |", "| adapters |", "stored params"} {
+	for _, want := range []string{"Evaluation protocol (train.eval_protocol): fedperfix", "| fedperfix |", "| prefix-z |", "| prompts |", "| adapters |", "stored params"} {
 		if !strings.Contains(res.Table, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, res.Table)
 		}
 	}
 	for _, r := range res.Runs {
 		rs := r.Summary.Resources
+		if r.Summary.Name == "fedavg" {
+			if rs.PersonalParams != 0 || rs.UpParams != rs.StoredParams {
+				t.Errorf("fedavg resources %+v", rs)
+			}
+			continue
+		}
 		if rs.PersonalParams == 0 || rs.UpParams == 0 || rs.PersonalParams+rs.UpParams != rs.StoredParams || rs.DownParams != rs.UpParams {
 			t.Errorf("%s resources %+v", r.Summary.Name, rs)
 		}

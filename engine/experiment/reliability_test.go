@@ -67,8 +67,9 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
 		{func(c *Config) { c.Name = "../x" }, "name"},
 		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
-		{func(c *Config) { c.Model.Prefix.Mid = 8 }, "model.prefix"},                             // convnet takes no plug-ins
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", 8 }, "model.prefix"}, // fedavg adds no blocks
+		{func(c *Config) { c.Model.Prefix.Mid = 8 }, "model.prefix"},                                    // convnet takes no plug-ins
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", 8 }, "model.prefix.blocks"}, // fedavg adds no blocks
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Kind = "tiny-vit", "lora" }, "model.prefix.kind"},
 		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Scale = "tiny-vit", nan }, "model.prefix.scale"},
 		{func(c *Config) { c.Model.Preset, c.Model.Adapter.Scale = "tiny-vit", 2 }, "model.adapter.mid"},
 		{func(c *Config) { c.Algorithm.LocalRoles = []string{"head"} }, "algorithm.local_roles"}, // fedavg reads none

@@ -512,8 +512,10 @@ func normalization(d DataConfig, ch int) (mean, std []float64, err error) {
 func (mc ModelConfig) spec() model.Spec {
 	return model.Spec{Preset: mc.Preset, Depth: mc.Depth, Patch: mc.Patch, Dim: mc.Dim, Heads: mc.Heads,
 		HeadDim: mc.HeadDim, MLP: mc.MLP, Prompts: mc.Prompts,
-		Prefix:  model.PrefixConfig{Blocks: mc.Prefix.Blocks, Mid: mc.Prefix.Mid, Scale: mc.Prefix.Scale},
-		Adapter: model.MLPAdapterConfig{Mid: mc.Adapter.Mid, Scale: mc.Adapter.Scale}}
+		Prefix: model.PrefixConfig{Blocks: mc.Prefix.Blocks, Mid: mc.Prefix.Mid, Scale: mc.Prefix.Scale,
+			Kind: model.PrefixKind(mc.Prefix.Kind), Form: model.PrefixForm(mc.Prefix.Form), Init: model.PrefixInit(mc.Prefix.Init),
+			Length: mc.Prefix.Length},
+		Adapter: model.MLPAdapterConfig{Mid: mc.Adapter.Mid, Scale: mc.Adapter.Scale, Shared: mc.Adapter.Shared}}
 }
 
 // shaped is the configured model's spec as the algorithm trains it: a Shaper (FedPerfix

@@ -211,15 +211,17 @@ func (c Config) validateModel(k *checker) {
 			k.fail(o.key, "set, but model.preset %s takes no plug-ins (a ViT preset does); remove it", m.Preset)
 		}
 	}
+	k.oneOf("model.prefix.kind", m.Prefix.Kind, "", "adapter", "linear", "tokens")
+	k.oneOf("model.prefix.form", m.Prefix.Form, "", "add", "concat")
+	k.oneOf("model.prefix.init", m.Prefix.Init, "", "default", "zero")
+	k.atLeast("model.prefix.length", m.Prefix.Length, 0)
 	// Without an algorithm that fills in its own defaults, a plug-in must be complete: a
-	// prefix with no blocks or no width would silently be none.
-	if !slices.Contains(partialAlgorithms, c.Algorithm.Name) {
-		if m.Prefix != (PrefixConfig{}) && (m.Prefix.Blocks == 0 || m.Prefix.Mid == 0) {
-			k.fail("model.prefix", "%+v: set blocks and mid (algorithm %s adds no prefix defaults)", m.Prefix, c.Algorithm.Name)
-		}
-		if m.Adapter != (AdapterConfig{}) && m.Adapter.Mid == 0 {
-			k.fail("model.adapter.mid", "0: set it (algorithm %s adds no adapter defaults)", c.Algorithm.Name)
-		}
+	// prefix without blocks would silently be none.
+	if m.Prefix != (PrefixConfig{}) && m.Prefix.Blocks == 0 && !slices.Contains(prefixAlgorithms, c.Algorithm.Name) {
+		k.fail("model.prefix.blocks", "0: set it (algorithm %s adds no prefix of its own; %s do)", c.Algorithm.Name, strings.Join(prefixAlgorithms, ", "))
+	}
+	if m.Adapter != (AdapterConfig{}) && m.Adapter.Mid == 0 && !slices.Contains(adapterAlgorithms, c.Algorithm.Name) {
+		k.fail("model.adapter.mid", "0: set it (algorithm %s adds no adapter of its own)", c.Algorithm.Name)
 	}
 }
 

@@ -1,6 +1,7 @@
 package fl
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ func (p Partial) Personal(param *model.Param) bool {
 type PlugIn struct {
 	Name    string // as errors spell it: "prefix", "prompts", "adapter"
 	Prefix  model.PrefixConfig
+	Kinds   []model.PrefixKind // the prefix kinds the algorithm accepts (Prefix.Kind first)
 	Prompts int64
 	Adapter model.MLPAdapterConfig
 }
@@ -73,9 +75,24 @@ func (p Partial) Shape(s model.Spec) (model.Spec, error) {
 		if err != nil {
 			return s, err
 		}
-		s.Prefix.Blocks = or(s.Prefix.Blocks, depth)
-		s.Prefix.Mid = or(s.Prefix.Mid, pi.Prefix.Mid)
-		s.Prefix.Scale = orF(s.Prefix.Scale, pi.Prefix.Scale)
+		d, c := pi.Prefix, s.Prefix
+		c.Kind, c.Init, c.Form = cmp.Or(c.Kind, d.Kind), cmp.Or(c.Init, d.Init), cmp.Or(c.Form, d.Form)
+		if !slices.Contains(pi.Kinds, c.Kind) {
+			return s, fmt.Errorf("algorithm %s keeps %s prefixes local, but model.prefix.kind is %s", p.Label, kindList(pi.Kinds), c.Kind)
+		}
+		if d.Init != "" && c.Init != d.Init {
+			return s, fmt.Errorf("algorithm %s starts its prefixes with init %s, but model.prefix.init is %s", p.Label, d.Init, c.Init)
+		}
+		switch c.Kind {
+		case model.PrefixAdapter:
+			c.Mid = or(c.Mid, d.Mid)
+		case model.PrefixTokens:
+			c.Length = or(c.Length, prefixTokens)
+			c.Form = cmp.Or(s.Prefix.Form, model.PrefixConcat) // tokens only enter as extra keys
+		}
+		c.Blocks = or(c.Blocks, depth)
+		c.Scale = orF(c.Scale, d.Scale)
+		s.Prefix = c
 	case "prompts":
 		s.Prompts = or(s.Prompts, pi.Prompts)
 	default:
@@ -102,9 +119,23 @@ func (p Partial) localDescription() string {
 // with a bottleneck of 256 and scale s = 1.5, kept local with the head. On CIFAR-100 the
 // official preset also keeps the whole last block local (algorithm.local_blocks: [11]).
 var (
-	fedPerfixPrefix = model.PrefixConfig{Mid: 256, Scale: 1.5}
+	fedPerfixPrefix = model.PrefixConfig{Mid: 256, Scale: 1.5, Kind: model.PrefixAdapter}
 	fedPerfixLocal  = []model.Role{model.RoleAdapter, model.RoleHead}
 )
+
+// prefixTokens is the number of prefix tokens per block when Prefix-Z/R use the paper's
+// tokens (model.prefix.kind: tokens) and the model gives none: the paper does not say;
+// 10 is pfl's choice.
+const prefixTokens = 10
+
+// kindList is "linear or tokens".
+func kindList(kinds []model.PrefixKind) string {
+	var names []string
+	for _, k := range kinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, " or ")
+}
 
 // promptTokens is the number of deep prompt tokens per block the prompts variant adds when
 // the model has none. FedPerfix's paper does not give it and its prompt code does not run
@@ -119,7 +150,27 @@ const adapterMid = 512
 // the head are personal, everything else is FedAvg'd; the model gets prefix adapters in
 // every block (mid 256, s = 1.5, the official additive form) unless it has its own.
 func FedPerfix(o Options) Strategy {
-	return partialOf("fedperfix", o, fedPerfixLocal, &PlugIn{Name: "prefix", Prefix: fedPerfixPrefix})
+	return partialOf("fedperfix", o, fedPerfixLocal, &PlugIn{Name: "prefix", Prefix: fedPerfixPrefix,
+		Kinds: []model.PrefixKind{model.PrefixAdapter}})
+}
+
+// PrefixZ is Table 6's "Prefix-Z", vanilla prefix-tuning with zero-initialized prefixes,
+// local with the head. By default as the official code runs it (`--vanilla zero`): one
+// Linear(dim → 2·inner) per block whose output, times s = 1.5, is added to K and V, so the
+// model starts exactly as the global one; model.prefix.kind: tokens (with form concat)
+// is the paper's Eq. 3 instead.
+func PrefixZ(o Options) Strategy {
+	return partialOf("prefix-z", o, fedPerfixLocal, &PlugIn{Name: "prefix",
+		Prefix: model.PrefixConfig{Scale: 1.5, Kind: model.PrefixLinear, Init: model.PrefixInitZero},
+		Kinds:  []model.PrefixKind{model.PrefixLinear, model.PrefixTokens}})
+}
+
+// PrefixR is Table 6's "Prefix-R": Prefix-Z with randomly initialized prefixes (PyTorch's
+// default Linear init, the official `--vanilla random`).
+func PrefixR(o Options) Strategy {
+	return partialOf("prefix-r", o, fedPerfixLocal, &PlugIn{Name: "prefix",
+		Prefix: model.PrefixConfig{Scale: 1.5, Kind: model.PrefixLinear, Init: model.PrefixInitDefault},
+		Kinds:  []model.PrefixKind{model.PrefixLinear, model.PrefixTokens}})
 }
 
 // PromptsVariant keeps deep prompt tokens (and the head) local: Table 6's "Prompts", built

@@ -20,8 +20,15 @@ func TestPartialFamilyShapesAndSplits(t *testing.T) {
 		check func(s model.Spec) bool
 		local []model.Role
 	}{
-		{FedPerfix(Options{}), func(s model.Spec) bool { return s.Prefix == model.PrefixConfig{Blocks: 3, Mid: 256, Scale: 1.5} },
-			[]model.Role{model.RoleAdapter, model.RoleHead}},
+		{FedPerfix(Options{}), func(s model.Spec) bool {
+			return s.Prefix == model.PrefixConfig{Blocks: 3, Mid: 256, Scale: 1.5, Kind: model.PrefixAdapter}
+		}, []model.Role{model.RoleAdapter, model.RoleHead}},
+		{PrefixZ(Options{}), func(s model.Spec) bool {
+			return s.Prefix == model.PrefixConfig{Blocks: 3, Scale: 1.5, Kind: model.PrefixLinear, Init: model.PrefixInitZero}
+		}, []model.Role{model.RoleAdapter, model.RoleHead}},
+		{PrefixR(Options{}), func(s model.Spec) bool {
+			return s.Prefix == model.PrefixConfig{Blocks: 3, Scale: 1.5, Kind: model.PrefixLinear, Init: model.PrefixInitDefault}
+		}, []model.Role{model.RoleAdapter, model.RoleHead}},
 		{PromptsVariant(Options{}), func(s model.Spec) bool { return s.Prompts == promptTokens },
 			[]model.Role{model.RolePrompt, model.RoleHead}},
 		{AdaptersVariant(Options{}), func(s model.Spec) bool { return s.Adapter == model.MLPAdapterConfig{Mid: adapterMid, Scale: 1} },
@@ -56,8 +63,24 @@ func TestPartialFamilyShapesAndSplits(t *testing.T) {
 	}
 	// a spec's own values win; the missing ones take the defaults
 	s, err := FedPerfix(Options{}).(Shaper).Shape(model.Spec{Preset: "tiny-vit", Depth: 4, Prefix: model.PrefixConfig{Mid: 8}})
-	if err != nil || s.Prefix != (model.PrefixConfig{Blocks: 4, Mid: 8, Scale: 1.5}) {
+	if err != nil || s.Prefix != (model.PrefixConfig{Blocks: 4, Mid: 8, Scale: 1.5, Kind: model.PrefixAdapter}) {
 		t.Fatalf("shaped prefix %+v (%v), want blocks 4, mid 8, scale 1.5", s.Prefix, err)
+	}
+	// the paper's tokens for Prefix-Z: concatenated, 10 of them; a contradicting kind or
+	// init is refused
+	s, err = PrefixZ(Options{}).(Shaper).Shape(model.Spec{Preset: "tiny-vit", Depth: 2, Prefix: model.PrefixConfig{Kind: model.PrefixTokens}})
+	if err != nil || s.Prefix != (model.PrefixConfig{Blocks: 2, Scale: 1.5, Kind: model.PrefixTokens, Form: model.PrefixConcat,
+		Init: model.PrefixInitZero, Length: prefixTokens}) {
+		t.Fatalf("prefix-z with tokens: %+v (%v)", s.Prefix, err)
+	}
+	for _, bad := range []struct {
+		strat Strategy
+		p     model.PrefixConfig
+	}{{PrefixZ(Options{}), model.PrefixConfig{Kind: model.PrefixAdapter}}, {PrefixR(Options{}), model.PrefixConfig{Init: model.PrefixInitZero}},
+		{FedPerfix(Options{}), model.PrefixConfig{Kind: model.PrefixLinear}}} {
+		if _, err := bad.strat.(Shaper).Shape(model.Spec{Preset: "tiny-vit", Prefix: bad.p}); err == nil {
+			t.Errorf("%s took prefix %+v", bad.strat.Name(), bad.p)
+		}
 	}
 	// configured local parts replace the defaults; a block keeps every parameter of it
 	p := FedPerfix(Options{LocalRoles: []model.Role{model.RoleHead}, LocalBlocks: []int{2}}).(Partial)
@@ -105,11 +128,19 @@ func TestFedPerfixResourcesOnViTS16(t *testing.T) {
 func TestPartialFamilyStackedEqualsSequential(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
 	none := 0.0
-	for _, mk := range []func(Options) Strategy{FedPerfix, PromptsVariant, AdaptersVariant} {
-		strat := func() Strategy { return mk(Options{LocalBlocks: []int{1}}) }
+	for _, c := range []struct {
+		mk   func(Options) Strategy
+		plug func(*model.Spec)
+	}{
+		{FedPerfix, func(s *model.Spec) { s.Prefix.Mid = 6 }},
+		{PrefixR, func(*model.Spec) {}},
+		{PromptsVariant, func(s *model.Spec) { s.Prompts = 2 }},
+		{AdaptersVariant, func(s *model.Spec) { s.Adapter.Mid = 5 }},
+	} {
+		strat := func() Strategy { return c.mk(Options{LocalBlocks: []int{1}}) }
 		t.Run(strat().Name(), func(t *testing.T) {
 			spec := vitSpec(16, 2, 8, 24, &none)
-			spec.Prefix, spec.Prompts, spec.Adapter = model.PrefixConfig{Mid: 6}, 2, model.MLPAdapterConfig{Mid: 5}
+			c.plug(&spec)
 			spec, err := strat().(Shaper).Shape(spec)
 			if err != nil {
 				t.Fatal(err)

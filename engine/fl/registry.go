@@ -48,6 +48,8 @@ var registry = []Algorithm{
 		return partialOf("partial", o, nil, nil)
 	}},
 	{"fedperfix", "prefix adapters (K/V offsets) in every block and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3.5, Eq. 4–5", FedPerfix},
+	{"prefix-z", "zero-initialized vanilla prefixes (K/V offsets) in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prefix-Z\"", PrefixZ},
+	{"prefix-r", "randomly initialized vanilla prefixes (K/V offsets) in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prefix-R\"", PrefixR},
 	{"prompts", "deep prompt tokens in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prompts\"", PromptsVariant},
 	{"adapters", "an adapter after every block's MLP and the head stay local", "FedPerfix §5.3, Table 6 \"Adapters\"", AdaptersVariant},
 	{"fedrod", "a generic head (balanced softmax) and a personal head", "Chen & Chao, ICLR 2022, §4", func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }},
