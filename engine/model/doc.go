@@ -1,6 +1,7 @@
 // Package model holds pfl's client-stacked models: the tiny ViT of FedTP, timm-layout
 // ViT-Ti/S/B (FedPerfix's backbone is ViT-S/16), FocalNet (TransFed), a text Transformer
-// and an LSTM for Shakespeare, and the ConvNet baseline with its BatchNorm variant.
+// and an LSTM for Shakespeare, the ConvNet baseline with its BatchNorm variant, and
+// torchvision's ResNet-50 (FedPerfix's CNN comparison).
 //
 // # Client-stacked
 //

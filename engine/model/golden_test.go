@@ -123,8 +123,12 @@ func (st *stack) batch(xName, yName string) (x, y *cuda.Tensor) {
 // loss is each client's mean cross-entropy [K] and their sum, whose gradient in row
 // goldenRow is that client's own.
 func (st *stack) loss(x, y *cuda.Tensor) (perClient, total *cuda.Tensor) {
+	return st.lossOf(st.m.Forward(st.s, x, &model.Pass{}), y)
+}
+
+// lossOf is loss for logits [K, B, classes] already computed.
+func (st *stack) lossOf(logits, y *cuda.Tensor) (perClient, total *cuda.Tensor) {
 	s := st.s
-	logits := st.m.Forward(s, x, &model.Pass{})
 	c := logits.Size(-1)
 	per := s.Reshape(s.CrossEntropy(s.Reshape(logits, -1, c), s.Reshape(y, -1), nil, cuda.ReduceNone, 0), int64(st.k), -1)
 	perClient = s.Mean(per, false, 1)
@@ -154,6 +158,19 @@ func metaInt(t *testing.T, g *golden.File, key string) int64 {
 		t.Fatalf("golden metadata %s: %v", key, err)
 	}
 	return v
+}
+
+// metaInts reads a comma-separated list of integers from the golden metadata.
+func metaInts(t *testing.T, g *golden.File, key string) []int64 {
+	var out []int64
+	for _, f := range strings.Split(g.Metadata(key), ",") {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("golden metadata %s: %v", key, err)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // TestTinyViTMatchesPyTorch: FedTP's tiny ViT (lucidrains layout) written in PyTorch by
@@ -261,17 +278,7 @@ func TestPerfixVariantsMatchPyTorch(t *testing.T) {
 func TestFocalNetMatchesPyTorch(t *testing.T) {
 	g := golden.Open(t, "testdata/golden/focalnet.safetensors")
 	n := func(k string) int64 { return metaInt(t, g, k) }
-	list := func(k string) []int64 {
-		var out []int64
-		for _, f := range strings.Split(g.Metadata(k), ",") {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				t.Fatalf("golden metadata %s: %v", k, err)
-			}
-			out = append(out, v)
-		}
-		return out
-	}
+	list := func(k string) []int64 { return metaInts(t, g, k) }
 	c := model.FocalNetConfig{Image: n("image"), Patch: n("patch"), Channels: n("channels"), Dims: list("dims"),
 		Depths: list("depths"), Levels: n("levels"), Window: n("window"), MLPRatio: n("mlp_ratio"), Classes: n("classes")}
 	f := func(k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (model.Model, error) {
@@ -291,4 +298,58 @@ func TestLSTMMatchesPyTorch(t *testing.T) {
 		return model.NewLSTM("lstm-golden", c, k, dev, dt, gen)
 	}
 	newStackOf(t, g, f, 3, c.Vocab).matchForwardBackward()
+}
+
+// TestResNetMatchesPyTorch: torchvision's Bottleneck ResNet written in PyTorch by
+// scripts/golden/gen.py (checked there against torchvision's resnet50 itself: names,
+// shapes, outputs and running statistics) at a small size — stem width 4, two stages of
+// widths 4 and 8 with 1 and 2 blocks, so a stride-1 projection shortcut, a stride-2 one and
+// an identity, on 16×16 images, BatchNorm affines and running statistics away from 1 and 0
+// — and pfl's ResNet, with the same weights and statistics in row 1 of a 3-client stack,
+// give in training mode (batch statistics) the same logits, loss and gradient of every
+// parameter and leave the same running statistics (momentum 0.1, unbiased variance); then
+// in evaluation mode, on those statistics, the same logits.
+//
+// goldenTol holds here as derived above: the longest sums are BatchNorm's statistics over
+// B·H·W ≤ 4·8·8 = 256 values (the stem's) and the stem's 7·7·3 = 147-term convolution,
+// √256·u·10³ ≈ 2e-12 with the same allowance for the condition (train-mode BatchNorm's
+// backward subtracts the mean gradient and its projection on the normalized values). On a
+// CPU with Debian's libtorch under both, the two agree exactly: a grouped convolution
+// computes each group as a plain one. Scaling the shortcuts by 1 + 1e-9 moves
+// the logits and gradients by 1e-9, and a momentum of 0.2 the statistics by 0.1: both fail.
+func TestResNetMatchesPyTorch(t *testing.T) {
+	g := golden.Open(t, "testdata/golden/resnet.safetensors")
+	n := func(k string) int64 { return metaInt(t, g, k) }
+	c := model.ResNetConfig{Image: n("image"), Channels: n("channels"), Stem: n("stem"), Widths: metaInts(t, g, "widths"),
+		Blocks: metaInts(t, g, "blocks"), Classes: n("classes")}
+	f := func(k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (model.Model, error) {
+		return model.NewResNet("resnet-golden", c, k, dev, dt, gen)
+	}
+	st := newStackOf(t, g, f, 3, c.Classes)
+	s := st.s
+	x, y := st.batch("x", "y")
+	logits := st.m.Forward(s, x, &model.Pass{Train: true}) // one pass: it moves the statistics
+	g.Close("logits", s.Select(logits, 0, goldenRow), "logits", goldenTol)
+	perClient, total := st.lossOf(logits, y)
+	g.Close("loss", s.Narrow(perClient, 0, goldenRow, 1), "loss", goldenTol)
+	grads := s.Grad([]*cuda.Tensor{total}, nil, st.params, cuda.GradOptions{})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range st.trained {
+		g.Close("grad "+p.Name, s.Select(grads[i], 0, goldenRow), "grad/"+p.Name, goldenTol)
+	}
+	stats := 0
+	for _, p := range st.m.Params().List {
+		if p.Buffer {
+			g.Close("after the pass "+p.Name, s.Select(p.T, 0, goldenRow), "stats/"+p.Name, goldenTol)
+			stats++
+		}
+	}
+	// 12 BatchNorms, a mean and a variance each: the stem's, layer1.0's three and its
+	// shortcut's, layer2.0's likewise, and layer2.1's three
+	if stats != 24 {
+		t.Fatalf("%d running statistics compared, want 24", stats)
+	}
+	g.Close("eval logits", s.Select(st.m.Forward(s, x, &model.Pass{}), 0, goldenRow), "eval_logits", goldenTol)
 }

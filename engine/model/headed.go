@@ -36,6 +36,7 @@ var (
 	_ Headed = (*ViT)(nil)
 	_ Headed = (*FocalNet)(nil)
 	_ Headed = (*ConvNetModel)(nil)
+	_ Headed = (*ResNet)(nil)
 	_ Headed = (*TwoHeads)(nil)
 )
 

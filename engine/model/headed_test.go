@@ -24,6 +24,7 @@ func TestHeadedSplitsForward(t *testing.T) {
 			c := FocalNetConfig{Image: 16, Channels: 2, Patch: 4, Dims: []int64{8, 12}, Depths: []int64{1, 1}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 3}
 			return NewFocalNet("f", c, 2, cuda.CPU, cuda.Float64, g)
 		}, images(2, 16)},
+		{"resnet", func() (Headed, error) { return NewResNet("r", smallResNet(), 2, cuda.CPU, cuda.Float64, g) }, images(2, 16)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

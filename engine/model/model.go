@@ -87,4 +87,5 @@ var (
 	_ Model = (*TextModel)(nil)
 	_ Model = (*LSTMModel)(nil)
 	_ Model = (*ConvNetModel)(nil)
+	_ Model = (*ResNet)(nil)
 )

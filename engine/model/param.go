@@ -21,6 +21,7 @@ const (
 	InitTiny          // N(0, 1e-6²): timm's class token
 	InitXavier        // U(±sqrt(6/(fan_in+fan_out))): xavier_uniform of the FedTP text Transformer
 	InitSinusoid      // fixed sinusoidal position encoding (a buffer)
+	InitKaiming       // N(0, 2/fan_out): kaiming_normal_(mode="fan_out", nonlinearity="relu") of torchvision's ResNet convolutions
 )
 
 // Param is one client-stacked parameter or buffer.
@@ -34,7 +35,7 @@ type Param struct {
 
 	init   Init
 	fanIn  int64 // for InitFanIn and InitXavier
-	fanOut int64
+	fanOut int64 // for InitXavier and InitKaiming
 }
 
 // Numel is the number of elements of one client's tensor.
@@ -164,6 +165,8 @@ func (s *Set) materialize(gen *cuda.Generator) error {
 			sc.FillUniform(gen, one, -b, b)
 		case InitSinusoid:
 			one = sinusoid(sc, p.Shape, s.DType, s.Device)
+		case InitKaiming:
+			sc.FillNormal(gen, one, 0, math.Sqrt(2/float64(p.fanOut)))
 		}
 		full := sc.Contiguous(sc.Expand(one, append([]int64{int64(s.K)}, p.Shape...)...))
 		if s.K == 1 {

@@ -18,6 +18,7 @@ type Preset struct {
 	vit       func(classes int64) ViTConfig      // familyViT
 	focal     func(classes int64) FocalNetConfig // familyFocal
 	batchNorm bool                               // familyConv
+	resnet    func(classes int64) ResNetConfig   // familyResNet
 }
 
 // Build makes the preset's model for k clients with the given number of classes (0: the
@@ -56,6 +57,7 @@ var presets = []Preset{
 	{Name: "lstm", Summary: "LEAF/FedTP next-character LSTM, 2×256 (per 80-character sequence)", Classes: 100, family: familyLSTM},
 	{Name: "convnet", Summary: "LeNet-style ConvNet baseline for 32×32×3 images", Classes: 10, family: familyConv},
 	{Name: "convnet-bn", Summary: "the ConvNet with BatchNorm (FedBN)", Classes: 10, family: familyConv, batchNorm: true},
+	{Name: "resnet50", Summary: "torchvision's ResNet-50 (v1.5, BatchNorm) at 224, FedPerfix's CNN beside ViT-S", Classes: 100, family: familyResNet, resnet: ResNet50},
 }
 
 // IsText reports whether the preset reads character sequences.

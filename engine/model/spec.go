@@ -22,7 +22,7 @@ type Spec struct {
 	Vocab, SeqLen   int64
 
 	// Sizes. ViTs and the text Transformer: Depth, Dim, Heads, HeadDim, MLP (Patch for
-	// ViTs). FocalNets: Depth sets every stage's depth. ConvNets and the LSTM: none.
+	// ViTs). FocalNets: Depth sets every stage's depth. ConvNets, ResNets and the LSTM: none.
 	Depth, Patch, Dim, Heads, HeadDim, MLP int64
 
 	// Plug-ins of the ViTs (zero: the preset's) and FocalNet's focal levels. A non-zero
@@ -48,16 +48,18 @@ const (
 	familyConv
 	familyText
 	familyLSTM
+	familyResNet
 )
 
 // takes lists each family's overrides by Spec field name (for the error naming a field the
 // family lacks).
 var takes = map[family][]string{
-	familyViT:   {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Heads", "HeadDim", "MLP", "Prefix", "Prompts", "Adapter", "Dropout"},
-	familyFocal: {"Classes", "Image", "Channels", "Depth", "Levels"},
-	familyConv:  {"Classes", "Image", "Channels"},
-	familyText:  {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
-	familyLSTM:  {"Vocab", "SeqLen"},
+	familyViT:    {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Heads", "HeadDim", "MLP", "Prefix", "Prompts", "Adapter", "Dropout"},
+	familyFocal:  {"Classes", "Image", "Channels", "Depth", "Levels"},
+	familyConv:   {"Classes", "Image", "Channels"},
+	familyText:   {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
+	familyLSTM:   {"Vocab", "SeqLen"},
+	familyResNet: {"Classes", "Image", "Channels"},
 }
 
 // Takes reports whether the preset's family reads the Spec field named field ("Depth").
@@ -184,6 +186,15 @@ func (s Spec) Builder() (Factory, error) {
 		}
 		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
 			return built(NewConvNet(name, c, k, dev, dt, g))
+		}, nil
+	case familyResNet:
+		c := p.resnet(classes)
+		c.Image, c.Channels = or(s.Image, c.Image), or(s.Channels, c.Channels)
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
+			return built(NewResNet(name, c, k, dev, dt, g))
 		}, nil
 	case familyText:
 		c := TextTransformer(2)

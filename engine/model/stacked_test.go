@@ -196,6 +196,9 @@ func TestMaskedBatchNormStackedEqualsSeparate(t *testing.T) {
 	checkStacked(t, func(k int, g *cuda.Generator) (Model, error) {
 		return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
 	}, images(2, 16), true, []float32{1, 1, 1, 0, 0, 0})
+	checkStacked(t, func(k int, g *cuda.Generator) (Model, error) {
+		return NewResNet("resnet", smallResNet(), k, cuda.CPU, cuda.Float64, g)
+	}, images(2, 16), true, []float32{1, 1, 1, 0, 0, 0})
 }
 
 func TestDropoutStreamsPerClient(t *testing.T) {
@@ -269,6 +272,12 @@ func TestStackedEqualsSeparate(t *testing.T) {
 		{"vit-mlp-adapter-shared", vitWith(func(c *ViTConfig) {
 			c.MLPAdapter = MLPAdapterConfig{Mid: 4, Scale: 0.5, Shared: true}
 		}), images(3, 8), false},
+		{"resnet-train", func(k int, g *cuda.Generator) (Model, error) {
+			return NewResNet("resnet", smallResNet(), k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), true},
+		{"resnet-eval", func(k int, g *cuda.Generator) (Model, error) {
+			return NewResNet("resnet", smallResNet(), k, cuda.CPU, cuda.Float64, g)
+		}, images(2, 16), false},
 		{"lstm", func(k int, g *cuda.Generator) (Model, error) {
 			return NewLSTM("lstm", LSTMConfig{Vocab: 9, Embed: 4, Hidden: 6, Layers: 2, SeqLen: 5}, k, cuda.CPU, cuda.Float64, g)
 		}, tokens(9, 5), false},

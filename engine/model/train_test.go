@@ -64,6 +64,9 @@ func TestEveryModelLearns(t *testing.T) {
 		{"convnet-bn", func(g *cuda.Generator) (Model, error) {
 			return NewConvNet("cnn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float32, g)
 		}, imageTask(16, 2, 4), 0.05},
+		{"resnet", func(g *cuda.Generator) (Model, error) {
+			return NewResNet("resnet", smallResNet(), k, cuda.CPU, cuda.Float32, g)
+		}, imageTask(16, 2, 3), 0.05},
 		{"text-transformer", func(g *cuda.Generator) (Model, error) {
 			c := TextConfig{Vocab: 11, Dim: 16, FFN: 24, Heads: 2, HeadDim: 8, Depth: 2, SeqLen: 6, MaxLen: 10, Dropout: 0.1, Causal: true}
 			return NewTextModel("text", c, k, cuda.CPU, cuda.Float32, g)

@@ -3,7 +3,8 @@
 The PyTorch models here are written from the architectures' descriptions (FedTP's tiny ViT
 in the lucidrains vit-pytorch layout: patch rearrange + Linear, CLS token, learned positions,
 pre-norm blocks with one bias-free to_qkv, GELU feed-forward, mlp_head = LayerNorm -> Linear;
-FedTP's hypernetwork: client embeddings, a Linear trunk with ReLUs between its layers, one
+torchvision's ResNet: Bottleneck v1.5 blocks, checked here against torchvision itself at
+ResNet-50's sizes; FedTP's hypernetwork: client embeddings, a Linear trunk with ReLUs between its layers, one
 Linear head per generated matrix, trained by torch.optim.SGD on the gradient
 sum_i (m_i/M) J_i^T (W_i0 - W_iE)). Everything is float64 with dropout off, so the Go tests
 can hold pfl to rounding-level tolerances. Run scripts/golden/gen.sh to regenerate.
@@ -25,6 +26,14 @@ Outputs (safetensors, F64 and I64):
                                                        (Eq. 3)
   engine/model/testdata/golden/focalnet.safetensors   microsoft/FocalNet's layout, two stages
   engine/model/testdata/golden/lstm.safetensors       the next-character LSTM (torch.nn.LSTM)
+  engine/model/testdata/golden/resnet.safetensors     a small Bottleneck ResNet in torchvision's
+                                                       layout: weights and BatchNorm running
+                                                       statistics, a training-mode forward and
+                                                       backward (batch statistics), the running
+                                                       statistics it leaves, and eval-mode logits
+  engine/model/testdata/golden/resnet50_torchvision.txt  torchvision's resnet50(num_classes=100)
+                                                       state_dict: name, param or buffer, and
+                                                       shape ("-" for a scalar) per line
   engine/hyper/testdata/golden/hyper.safetensors      hypernetwork weights, rows, deltas,
                                                        client weights, generated matrices,
                                                        gradients, and the weights and momentum
@@ -539,6 +548,120 @@ def lstm():
                       {k: str(v) for k, v in cfg.items()})
 
 
+class Bottleneck(nn.Module):
+    """torchvision's Bottleneck (ResNet v1.5): 1x1 conv -> BN -> ReLU -> 3x3 conv carrying the
+    stride -> BN -> ReLU -> 1x1 conv to 4x the width -> BN, plus the shortcut (a 1x1 conv
+    with the stride + BN where the shape changes, else the identity), then ReLU."""
+
+    def __init__(self, inp, width, stride):
+        super().__init__()
+        out = 4 * width
+        self.conv1, self.bn1 = nn.Conv2d(inp, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, out, 1, bias=False), nn.BatchNorm2d(out)
+        self.downsample = None
+        if stride != 1 or inp != out:
+            self.downsample = nn.Sequential(nn.Conv2d(inp, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        h = torch.relu(self.bn2(self.conv2(h)))
+        h = self.bn3(self.conv3(h))
+        return torch.relu(h + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet(nn.Module):
+    """torchvision's ResNet with Bottleneck blocks (He et al., 2016): conv 7x7/2 without bias
+    -> BN -> ReLU -> max-pool 3x3/2 pad 1, stages layer1.. of Bottlenecks (stride 2 on the
+    first block of every stage but the first), global average pool, fc. The stem width and
+    the stage widths are free here (torchvision fixes 64 and 64, 128, 256, 512)."""
+
+    def __init__(self, image, channels, stem, widths, blocks, classes):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(channels, stem, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(stem)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.layers, inp = [], stem
+        for i, (w, n) in enumerate(zip(widths, blocks)):
+            layer = nn.Sequential(*[Bottleneck(inp if b == 0 else 4 * w, w, 2 if i > 0 and b == 0 else 1) for b in range(n)])
+            setattr(self, f"layer{i + 1}", layer)
+            self.layers.append(layer)
+            inp = 4 * w
+        self.fc = nn.Linear(inp, classes)
+
+    def forward(self, x):
+        x = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
+        for layer in self.layers:
+            x = layer(x)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    def pfl_params(self):
+        """Parameters and running statistics under torchvision's names, in its state_dict's
+        order, without num_batches_tracked (which pfl does not keep)."""
+        return {k: v for k, v in self.state_dict(keep_vars=True).items() if not k.endswith("num_batches_tracked")}
+
+
+def check_against_torchvision():
+    """The ResNet above at ResNet-50's sizes has torchvision's resnet50 names, shapes and
+    order, and with its weights computes its outputs and running statistics, in training
+    and evaluation mode. Writes torchvision's state_dict listing for the Go tests."""
+    import torchvision
+
+    torch.manual_seed(9)
+    ref = torchvision.models.resnet50(num_classes=100)
+    mine = ResNet(224, 3, 64, [64, 128, 256, 512], [3, 4, 6, 3], 100)
+    sd = ref.state_dict()
+    want = [(k, tuple(v.shape)) for k, v in sd.items() if not k.endswith("num_batches_tracked")]
+    got = [(k, tuple(v.shape)) for k, v in mine.pfl_params().items()]
+    assert got == want, "the golden ResNet's state_dict differs from torchvision's"
+    mine.load_state_dict(sd)
+    x = torch.randn(2, 3, 64, 64)
+    for train in (True, False):
+        ref.train(train)
+        mine.train(train)
+        with torch.no_grad():
+            assert torch.allclose(mine(x), ref(x), rtol=0, atol=1e-12), "outputs differ from torchvision's"
+        for k, v in ref.state_dict().items():
+            assert torch.equal(mine.state_dict()[k], v), k
+    trained = {k for k, _ in ref.named_parameters()}
+    with open(os.path.join(ROOT, "engine/model/testdata/golden/resnet50_torchvision.txt"), "w") as f:
+        for k, v in sd.items():
+            kind = "param" if k in trained else "buffer"
+            f.write(f"{k} {kind} {','.join(map(str, v.shape)) or '-'}\n")
+
+
+def resnet():
+    check_against_torchvision()
+    torch.manual_seed(8)
+    # two stages, blocks 1 and 2: a projection shortcut with stride 1 (the width changes), one
+    # with stride 2, and an identity shortcut; 16x16 -> 8x8 (stem) -> 4x4 (pool) -> 2x2
+    cfg = dict(image=16, channels=3, stem=4, widths=[4, 8], blocks=[1, 2], classes=5)
+    m = ResNet(**cfg)
+    with torch.no_grad():  # BatchNorm affines and running statistics away from 1 and 0
+        for name, p in m.pfl_params().items():
+            if name.endswith(("bn1.weight", "bn2.weight", "bn3.weight", "downsample.1.weight", "running_var")):
+                p.copy_(1 + 0.2 * torch.rand_like(p) - 0.1)
+            elif name.endswith(("bias", "running_mean")) and not name.startswith("fc."):
+                p.add_(0.1 * torch.randn_like(p))
+    state = m.pfl_params()
+    params = {k: v for k, v in state.items() if v.requires_grad}
+    out = {"w/" + k: v.detach().clone() for k, v in state.items()}
+    x = torch.randn(4, 3, 16, 16)
+    y = torch.tensor([4, 0, 2, 1])
+    m.train()  # batch statistics; the running statistics move (momentum 0.1, unbiased variance)
+    logits = m(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
+    grads = torch.autograd.grad(loss, list(params.values()))
+    out.update({"x": x, "y": y, "logits": logits, "loss": loss.reshape(1)})
+    out.update({"grad/" + k: g for k, g in zip(params, grads)})
+    out.update({"stats/" + k: v.detach().clone() for k, v in state.items() if "running" in k})
+    m.eval()
+    with torch.no_grad():
+        out["eval_logits"] = m(x)
+    meta = {k: (",".join(map(str, v)) if isinstance(v, list) else str(v)) for k, v in cfg.items()}
+    write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/resnet.safetensors"), out, meta)
+
+
 def hypernetwork():
     torch.manual_seed(2)
     clients, embed, hidden, layers = 4, 5, 7, 3
@@ -589,5 +712,6 @@ if __name__ == "__main__":
     perfix_vit()
     focalnet()
     lstm()
+    resnet()
     hypernetwork()
     perfix_variants()
