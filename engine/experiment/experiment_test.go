@@ -202,7 +202,7 @@ func TestSensitivitySuite(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, bad := range [][]string{{"x: algorithm.nme=partial"}, {"x: algorithm.local_roles=3"}, {"a/b: algorithm.name=local"}} {
+	for _, bad := range [][]string{{"x: algorithm.name=partial; algorithm.local_blocks=[1]"}, {"x: algorithm.nme=partial"}, {"x: algorithm.local_roles=3"}, {"a/b: algorithm.name=local"}} {
 		c := cfg
 		c.Suite = bad
 		if _, err := RunSuite(context.Background(), c, nil); err == nil {

@@ -530,9 +530,36 @@ func (c Config) shaped(s model.Spec) (model.Spec, error) {
 		if err != nil {
 			return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
 		}
-		return out, nil
+		s = out
 	}
-	return s, nil
+	return s, c.checkLocalBlocks(s)
+}
+
+// checkLocalBlocks refuses an algorithm.local_blocks entry that names no block of the
+// model (block 11 of a 6-block ViT would keep nothing local, silently).
+func (c Config) checkLocalBlocks(s model.Spec) error {
+	if len(c.Algorithm.LocalBlocks) == 0 {
+		return nil
+	}
+	f, err := s.Builder()
+	if err != nil {
+		return nil // modelBuilder reports it with the keys that shape the model
+	}
+	m, err := f(1, cuda.CPU, cuda.Float32, nil) // shapes only
+	if err != nil {
+		return nil
+	}
+	defer m.Close()
+	last := -1
+	for _, p := range m.Params().List {
+		last = max(last, p.Block)
+	}
+	for _, b := range c.Algorithm.LocalBlocks {
+		if b > last {
+			return fmt.Errorf("algorithm.local_blocks: block %d, but model %s has blocks 0 to %d", b, s.Preset, last)
+		}
+	}
+	return nil
 }
 
 // builder builds the configured model for the dataset: image models take the data's
