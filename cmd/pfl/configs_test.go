@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pfl/configs"
+	"pfl/engine/experiment"
+	"pfl/engine/model"
+)
+
+// toySets shrinks a config to a toy size that runs in seconds on a CPU while keeping what
+// the config is about (its algorithms, suite members, partition, protocol and model
+// family): synthetic 3×32×32 images (or a tiny text in FedTP's Shakespeare layout), four
+// clients, two rounds, and a ViT or text Transformer of width 8 with the config's depth.
+func toySets(t *testing.T, cfg experiment.Config, out string) []string {
+	sets := []string{"device=cpu", "out=" + out, "train.rounds=2", "train.participation=0.4", "train.epochs=1",
+		"train.batch=16", "train.eval_every=1", "train.tail_rounds=1", "train.checkpoint_every=1", "data.clients=5",
+		"data.min_size=5", "data.train_samples=0", "data.test_samples=0", "data.image_size=0", "data.channels=0",
+		"data.pad_to=0", "data.stratified=false", "novel.epochs=1"}
+	p, err := model.Lookup(cfg.Model.Preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch kind, _, _ := strings.Cut(cfg.Data.Dataset, ":"); {
+	case p.IsText():
+		sets = append(sets, "data.dataset=shakespeare:"+toyShakespeare(t), "data.seq_len=6")
+	case kind == "cifar100":
+		sets = append(sets, "data.dataset=cifar100:"+toyCIFAR100(t))
+	default:
+		sets = append(sets, "data.dataset=synthetic:400:10:100")
+	}
+	if p.Takes("Dim") {
+		sets = append(sets, "model.dim=8", "model.heads=2", "model.head_dim=4", "model.mlp=8")
+	}
+	if p.Takes("Patch") {
+		sets = append(sets, "model.patch=16")
+	}
+	if cfg.Model.Prefix.Mid != 0 {
+		sets = append(sets, "model.prefix.mid=4")
+	}
+	return sets
+}
+
+// toyCIFAR100 writes a small CIFAR-100 in the official binary layout (a coarse and a fine
+// label byte, then 3×32×32 pixels, per record): 1,000 training and 200 test images, fine
+// class i mod 100 in coarse class fine/5, random pixels.
+func toyCIFAR100(t *testing.T) string {
+	dir := t.TempDir()
+	for name, n := range map[string]int{"train.bin": 1000, "test.bin": 200} {
+		b := make([]byte, 0, n*3074)
+		for i := 0; i < n; i++ {
+			fine := i % 100
+			b = append(b, byte(fine/5), byte(fine))
+			for j := 0; j < 3072; j++ {
+				b = append(b, byte((i*7919+j*104729)%251))
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// toyShakespeare writes five roles' texts in FedTP's Shakespeare layout.
+func toyShakespeare(t *testing.T) string {
+	dir := t.TempDir()
+	for r := 0; r < 5; r++ {
+		line := fmt.Sprintf("ROLE%d: %s. ", r, strings.Repeat(string(rune('a'+r)), 3+r))
+		for part, n := range map[string]int{"train.txt": 12, "test.txt": 4} {
+			p := filepath.Join(dir, fmt.Sprintf("role_%02d", r), part)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(strings.Repeat(line, n)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// TestEveryConfigRunsTwoRoundsAtToySize: every preset of configs/ decodes, validates and
+// runs two rounds (every suite member, every evaluation protocol and partition it names)
+// at toy size, so a config cannot name a key, member or combination that fails to run.
+func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Run(strings.TrimSuffix(e.Name(), ".yaml"), func(t *testing.T) {
+			path := filepath.Join("../../configs", e.Name())
+			cfg, err := loadConfig(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg, err = loadConfig(path, toySets(t, cfg, t.TempDir())); err != nil {
+				t.Fatal(err)
+			}
+			cfg = cfg.Resolved()
+			if len(cfg.Suite) > 0 {
+				_, err = experiment.RunSuite(context.Background(), cfg, nil)
+			} else {
+				_, err = experiment.Run(context.Background(), cfg, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
