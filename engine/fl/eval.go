@@ -87,7 +87,7 @@ func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 	if ft := r.hooks.fineTune; ft != nil {
 		// fine-tune on the clients' own training data; evalM's rows are reloaded before
 		// the next use, so nothing of it is kept
-		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
+		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), FineTunePhase, ft.FineTune(), nil); err != nil {
 			return evalCounts{}, err
 		}
 	}
