@@ -118,6 +118,15 @@ type AlgorithmConfig struct {
 	Generate []string    `mapstructure:"generate" json:"generate"`
 	Hyper    HyperConfig `mapstructure:"hyper" json:"hyper"`
 	KNN      KNNConfig   `mapstructure:"knn" json:"knn"`
+	Ditto    DittoConfig `mapstructure:"ditto" json:"ditto"`
+}
+
+// DittoConfig is Ditto's setting.
+type DittoConfig struct {
+	// Lambda is λ in the personal objective f(v) + λ/2‖v − w‖²; default 1, the official
+	// code's --lam in its Fashion-MNIST scripts (litian96/ditto,
+	// run_fashion_clean_ditto_lam1.sh; the paper tunes λ per dataset, §5).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
 }
 
 // KNNConfig is FedTP+KNN's evaluation (official code's values).
@@ -181,7 +190,7 @@ func DefaultConfig() Config {
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}},
+			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -248,7 +257,8 @@ func (c AlgorithmConfig) options() fl.Options {
 	return fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}}
+		KNN:   fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight},
+		Ditto: fl.DittoConfig{Lambda: c.Ditto.Lambda}}
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),

@@ -186,6 +186,7 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, "[]")
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
+	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
 }
 
 func (c Config) validateTrain(k *checker) {

@@ -17,6 +17,7 @@ type Options struct {
 	Generate     []model.Role // FedTP: the generated roles
 	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
 	KNN          KNN          // FedTP+KNN: the neighbours' vote
+	Ditto        DittoConfig  // Ditto's λ
 }
 
 // Algorithm is one entry of the registry: what a config names, what it is, where it comes
@@ -57,6 +58,7 @@ var registry = []Algorithm{
 		f.KNN = o.KNN
 		return f
 	}},
+	{"ditto", "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", "Li et al., ICML 2021, Alg. 1", func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }},
 }
 
 func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }

@@ -1,0 +1,70 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
+// from a config (its algorithm.<name> keys included), and its checkpoint holds what the
+// algorithm keeps per client and evaluates to the last round's result.
+func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
+	for _, c := range []struct {
+		alg  string
+		set  func(a *AlgorithmConfig)
+		kept []string // tensors the checkpoint must hold
+	}{
+		{"ditto", func(a *AlgorithmConfig) { a.Ditto.Lambda = 0.5 }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
+	} {
+		t.Run(c.alg, func(t *testing.T) {
+			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
+				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5},
+				Algorithm: AlgorithmConfig{Name: c.alg},
+				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+			c.set(&cfg.Algorithm)
+			res, err := Run(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s Summary
+			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+			if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 {
+				t.Fatalf("summary %+v, %v", s, err)
+			}
+			ev, rounds, err := Evaluate(res.Dir)
+			if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
+				t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+			}
+			ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors"))
+			for _, name := range c.kept {
+				if !strings.Contains(string(ck), name) {
+					t.Errorf("checkpoint lacks %s", name)
+				}
+			}
+			cj, _ := os.ReadFile(filepath.Join(res.Dir, "config.json"))
+			if !strings.Contains(string(cj), `"`+c.alg+`"`) {
+				t.Errorf("config.json does not record the %s section:\n%s", c.alg, cj)
+			}
+		})
+	}
+}
+
+func TestBaselineKeysAreValidated(t *testing.T) {
+	for _, c := range []struct {
+		mutate func(*Config)
+		key    string
+	}{
+		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+	} {
+		cfg := DefaultConfig()
+		c.mutate(&cfg)
+		err := cfg.Resolved().Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
+			t.Errorf("error %v, want one starting with %q", err, c.key)
+		}
+	}
+}
