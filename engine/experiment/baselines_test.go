@@ -19,6 +19,7 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 		kept []string // tensors the checkpoint must hold
 	}{
 		{"ditto", func(a *AlgorithmConfig) { a.Ditto.Lambda = 0.5 }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
+		{"apfl", func(a *AlgorithmConfig) { a.APFL.Alpha = 0.4 }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
 			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
@@ -59,6 +60,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		key    string
 	}{
 		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+		{func(c *Config) { c.Algorithm.APFL.Alpha = 1.5 }, "algorithm.apfl.alpha"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)

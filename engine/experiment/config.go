@@ -119,6 +119,15 @@ type AlgorithmConfig struct {
 	Hyper    HyperConfig `mapstructure:"hyper" json:"hyper"`
 	KNN      KNNConfig   `mapstructure:"knn" json:"knn"`
 	Ditto    DittoConfig `mapstructure:"ditto" json:"ditto"`
+	APFL     APFLConfig  `mapstructure:"apfl" json:"apfl"`
+}
+
+// APFLConfig is APFL's setting.
+type APFLConfig struct {
+	// Alpha is the mixing weight α every client starts from (APFL learns each client's);
+	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
+	// flag alone defaults to 1).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
 }
 
 // DittoConfig is Ditto's setting.
@@ -190,7 +199,8 @@ func DefaultConfig() Config {
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1}},
+			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
+			APFL: APFLConfig{Alpha: 0.25}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -258,7 +268,8 @@ func (c AlgorithmConfig) options() fl.Options {
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN:   fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight},
-		Ditto: fl.DittoConfig{Lambda: c.Ditto.Lambda}}
+		Ditto: fl.DittoConfig{Lambda: c.Ditto.Lambda},
+		APFL:  fl.APFLConfig{Alpha: c.APFL.Alpha}}
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),

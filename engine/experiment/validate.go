@@ -187,6 +187,7 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
+	k.real("algorithm.apfl.alpha", a.APFL.Alpha, 0, 1, "[]")
 }
 
 func (c Config) validateTrain(k *checker) {

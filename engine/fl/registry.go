@@ -18,6 +18,7 @@ type Options struct {
 	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
 	KNN          KNN          // FedTP+KNN: the neighbours' vote
 	Ditto        DittoConfig  // Ditto's λ
+	APFL         APFLConfig   // APFL's initial mixing weight α
 }
 
 // Algorithm is one entry of the registry: what a config names, what it is, where it comes
@@ -59,6 +60,7 @@ var registry = []Algorithm{
 		return f
 	}},
 	{"ditto", "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", "Li et al., ICML 2021, Alg. 1", func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }},
+	{"apfl", "a local model mixed with the global one, α v + (1 − α) w, α learned per client", "Deng et al., arXiv:2003.13461, 2020, Alg. 1", func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }},
 }
 
 func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }
