@@ -20,6 +20,7 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 	}{
 		{"ditto", func(a *AlgorithmConfig) { a.Ditto.Lambda = 0.5 }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
 		{"apfl", func(a *AlgorithmConfig) { a.APFL.Alpha = 0.4 }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
+		{"perfedavg", func(a *AlgorithmConfig) { a.PerFedAvg = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} }, []string{"global/fc3.weight"}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
 			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
@@ -61,6 +62,9 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 	}{
 		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
 		{func(c *Config) { c.Algorithm.APFL.Alpha = 1.5 }, "algorithm.apfl.alpha"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Alpha = -0.1 }, "algorithm.perfedavg.alpha"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Beta = 0 }, "algorithm.perfedavg.beta"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Variant = "so" }, "algorithm.perfedavg.variant"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)

@@ -120,6 +120,23 @@ type AlgorithmConfig struct {
 	KNN      KNNConfig   `mapstructure:"knn" json:"knn"`
 	Ditto    DittoConfig `mapstructure:"ditto" json:"ditto"`
 	APFL     APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
+	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
+}
+
+// PerFedAvgConfig is Per-FedAvg's setting.
+type PerFedAvgConfig struct {
+	// Alpha is α, the adaptation step's size (also of the one step before evaluation);
+	// default 0.001, FedPerfix's PerAvg preset (system/main.py saved_config: its local
+	// learning rate, which its client's optimizer takes for this step).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+	// Beta is β, the meta step's size; default 0.001, FedPerfix's PerAvg preset (its
+	// client sets beta to the local learning rate).
+	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Variant is "fo" (first order: the meta step takes ∇f at the adapted point) or "hf"
+	// (Hessian-free: with the Hessian-vector product term, on a third batch); default fo,
+	// the version FedPerfix's code implements.
+	Variant string `mapstructure:"variant" json:"variant"`
 }
 
 // APFLConfig is APFL's setting.
@@ -200,7 +217,7 @@ func DefaultConfig() Config {
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
-			APFL: APFLConfig{Alpha: 0.25}},
+			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -267,9 +284,10 @@ func (c AlgorithmConfig) options() fl.Options {
 	return fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN:   fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight},
-		Ditto: fl.DittoConfig{Lambda: c.Ditto.Lambda},
-		APFL:  fl.APFLConfig{Alpha: c.APFL.Alpha}}
+		KNN:       fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight},
+		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
+		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
+		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"}}
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),

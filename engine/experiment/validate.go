@@ -188,6 +188,9 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
 	k.real("algorithm.apfl.alpha", a.APFL.Alpha, 0, 1, "[]")
+	k.real("algorithm.perfedavg.alpha", a.PerFedAvg.Alpha, 0, inf, "[]")
+	k.real("algorithm.perfedavg.beta", a.PerFedAvg.Beta, 0, inf, "(]")
+	k.oneOf("algorithm.perfedavg.variant", a.PerFedAvg.Variant, "fo", "hf")
 }
 
 func (c Config) validateTrain(k *checker) {
