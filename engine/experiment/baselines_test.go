@@ -21,6 +21,9 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 		{"ditto", func(a *AlgorithmConfig) { a.Ditto.Lambda = 0.5 }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
 		{"apfl", func(a *AlgorithmConfig) { a.APFL.Alpha = 0.4 }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
 		{"perfedavg", func(a *AlgorithmConfig) { a.PerFedAvg = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} }, []string{"global/fc3.weight"}},
+		{"pfedme", func(a *AlgorithmConfig) {
+			a.PFedMe = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9}
+		}, []string{"store/personal.fc3.weight"}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
 			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
@@ -65,6 +68,10 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PerFedAvg.Alpha = -0.1 }, "algorithm.perfedavg.alpha"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Beta = 0 }, "algorithm.perfedavg.beta"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Variant = "so" }, "algorithm.perfedavg.variant"},
+		{func(c *Config) { c.Algorithm.PFedMe.Lambda = 0 }, "algorithm.pfedme.lambda"},
+		{func(c *Config) { c.Algorithm.PFedMe.InnerSteps = 0 }, "algorithm.pfedme.inner_steps"},
+		{func(c *Config) { c.Algorithm.PFedMe.PersonalLR = ptr(-1.0) }, "algorithm.pfedme.personal_lr"},
+		{func(c *Config) { c.Algorithm.PFedMe.Beta = -1 }, "algorithm.pfedme.beta"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)
@@ -72,5 +79,35 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
 			t.Errorf("error %v, want one starting with %q", err, c.key)
 		}
+	}
+	// pFedMe's personal learning rate follows train.lr unless set
+	cfg := DefaultConfig()
+	cfg.Train.LR = 0.03
+	if lr := cfg.Resolved().Algorithm.PFedMe.PersonalLR; lr == nil || *lr != 0.03 {
+		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)
+	}
+}
+
+// TestMemoryFloorCountsThePersonalCopy: the floor counts the model as the algorithm wraps
+// it: Ditto's two copies and every client's stored personal copy.
+func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
+	cfg := DefaultConfig().Resolved()
+	build, err := builder(cfg.Model, 10, 1, 28, 28, cudaCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	avg, err := memoryFloor(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Algorithm.Name = "ditto"
+	ditto, err := memoryFloor(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fedavg: P·(1 + 3K + chunk) floats; ditto: 2P·(1 + 3K + chunk) + P·clients
+	k := cfg.Train.Participation * float64(cfg.Data.Clients)
+	if want := avg*2 + avg/(1+4*k)*float64(cfg.Data.Clients); ditto != want {
+		t.Fatalf("ditto's floor %g bytes, want %g (fedavg's %g)", ditto, want, avg)
 	}
 }

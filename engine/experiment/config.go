@@ -122,6 +122,21 @@ type AlgorithmConfig struct {
 	APFL     APFLConfig  `mapstructure:"apfl" json:"apfl"`
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
+	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
+}
+
+// PFedMeConfig is pFedMe's setting (FedTP's official code's values).
+type PFedMeConfig struct {
+	// Lambda is λ in the personal problem f(θ) + λ/2‖θ − w‖²; default 15 (--pfedMe_lambda).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
+	// InnerSteps is K, the personal steps per batch; default 5 (--pfedMe_k).
+	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
+	// PersonalLR is the personal steps' learning rate; default (unset) train.lr, as the
+	// official code's pFedMeOptimizer takes --lr.
+	PersonalLR *float64 `mapstructure:"personal_lr" json:"personal_lr"`
+	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
+	// the official code's update leaves out, i.e. 1).
+	Beta float64 `mapstructure:"beta" json:"beta"`
 }
 
 // PerFedAvgConfig is Per-FedAvg's setting.
@@ -217,7 +232,8 @@ func DefaultConfig() Config {
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
-			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"}},
+			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5,
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -240,6 +256,9 @@ func (c Config) Resolved() Config {
 	}
 	if c.Algorithm.Hyper.LR == nil {
 		c.Algorithm.Hyper.LR = &lr
+	}
+	if c.Algorithm.PFedMe.PersonalLR == nil {
+		c.Algorithm.PFedMe.PersonalLR = &lr
 	}
 	return c
 }
@@ -287,7 +306,9 @@ func (c AlgorithmConfig) options() fl.Options {
 		KNN:       fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight},
 		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
-		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"}}
+		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
+		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
+			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta}}
 }
 
 // noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),

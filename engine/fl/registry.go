@@ -20,6 +20,7 @@ type Options struct {
 	Ditto        DittoConfig     // Ditto's λ
 	APFL         APFLConfig      // APFL's initial mixing weight α
 	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
+	PFedMe       PFedMeConfig    // pFedMe's λ, inner steps, personal learning rate and β
 }
 
 // Algorithm is one entry of the registry: what a config names, what it is, where it comes
@@ -63,6 +64,7 @@ var registry = []Algorithm{
 	{"ditto", "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", "Li et al., ICML 2021, Alg. 1", func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }},
 	{"apfl", "a local model mixed with the global one, α v + (1 − α) w, α learned per client", "Deng et al., arXiv:2003.13461, 2020, Alg. 1", func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }},
 	{"perfedavg", "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }},
+	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
 }
 
 func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }
