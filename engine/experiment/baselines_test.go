@@ -10,8 +10,9 @@ import (
 )
 
 // TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
-// from a config (its algorithm.<name> keys included), and its checkpoint holds what the
-// algorithm keeps per client and evaluates to the last round's result.
+// from a config (its algorithm.<name> keys included), its checkpoint holds what the
+// algorithm keeps per client and evaluates to the last round's result, and the held-out
+// client's fine-tuning study runs.
 func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 	for _, c := range []struct {
 		alg  string
@@ -27,7 +28,8 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 	} {
 		t.Run(c.alg, func(t *testing.T) {
 			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
-				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5},
+				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5, HoldOut: 0.2},
+				Novel:     NovelConfig{Epochs: 2},
 				Algorithm: AlgorithmConfig{Name: c.alg},
 				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			c.set(&cfg.Algorithm)
@@ -37,9 +39,10 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 			}
 			var s Summary
 			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-			if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 {
+			if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || len(s.Novel) != 1 {
 				t.Fatalf("summary %+v, %v", s, err)
 			}
+			t.Logf("novel client, %s tuned: micro accuracy by epoch %v", s.Novel[0].Tuned, s.Novel[0].Micro)
 			ev, rounds, err := Evaluate(res.Dir)
 			if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
 				t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
