@@ -168,6 +168,56 @@ type AlgorithmConfig struct {
 	LocalBlocks []int       `mapstructure:"local_blocks" json:"local_blocks"`
 	Hyper       HyperConfig `mapstructure:"hyper" json:"hyper"`
 	KNN         KNNConfig   `mapstructure:"knn" json:"knn"`
+	Ditto       DittoConfig `mapstructure:"ditto" json:"ditto"`
+	APFL        APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
+	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
+	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
+}
+
+// PFedMeConfig is pFedMe's setting (FedTP's official code's values).
+type PFedMeConfig struct {
+	// Lambda is λ in the personal problem f(θ) + λ/2‖θ − w‖²; default 15 (--pfedMe_lambda).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
+	// InnerSteps is K, the personal steps per batch; default 5 (--pfedMe_k).
+	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
+	// PersonalLR is the personal steps' learning rate; default (unset) train.lr, as the
+	// official code's pFedMeOptimizer takes --lr.
+	PersonalLR *float64 `mapstructure:"personal_lr" json:"personal_lr"`
+	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
+	// the official code's update leaves out, i.e. 1).
+	Beta float64 `mapstructure:"beta" json:"beta"`
+}
+
+// PerFedAvgConfig is Per-FedAvg's setting.
+type PerFedAvgConfig struct {
+	// Alpha is α, the adaptation step's size (also of the one step before evaluation);
+	// default 0.001, FedPerfix's PerAvg preset (system/main.py saved_config: its local
+	// learning rate, which its client's optimizer takes for this step).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+	// Beta is β, the meta step's size; default 0.001, FedPerfix's PerAvg preset (its
+	// client sets beta to the local learning rate).
+	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Variant is "fo" (first order: the meta step takes ∇f at the adapted point) or "hf"
+	// (Hessian-free: with the Hessian-vector product term, on a third batch); default fo,
+	// the version FedPerfix's code implements.
+	Variant string `mapstructure:"variant" json:"variant"`
+}
+
+// APFLConfig is APFL's setting.
+type APFLConfig struct {
+	// Alpha is the mixing weight α every client starts from (APFL learns each client's);
+	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
+	// flag alone defaults to 1).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+}
+
+// DittoConfig is Ditto's setting.
+type DittoConfig struct {
+	// Lambda is λ in the personal objective f(v) + λ/2‖v − w‖²; default 1, the official
+	// code's --lam in its Fashion-MNIST scripts (litian96/ditto,
+	// run_fashion_clean_ditto_lam1.sh; the paper tunes λ per dataset, §5).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
 }
 
 // KNNConfig is FedTP+KNN's evaluation (official code's values).
@@ -237,7 +287,9 @@ func DefaultConfig() Config {
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}},
+			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
+			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -260,6 +312,9 @@ func (c Config) Resolved() Config {
 	}
 	if c.Algorithm.Hyper.LR == nil {
 		c.Algorithm.Hyper.LR = &lr
+	}
+	if c.Algorithm.PFedMe.PersonalLR == nil {
+		c.Algorithm.PFedMe.PersonalLR = &lr
 	}
 	return c
 }
@@ -304,7 +359,12 @@ func (c AlgorithmConfig) options() fl.Options {
 	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, LocalBlocks: c.LocalBlocks}
+		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, LocalBlocks: c.LocalBlocks,
+		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
+		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
+		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
+		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
+			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

@@ -18,18 +18,25 @@ import (
 // model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
 // every client's stored personal parameters, plus (FedTP) the hypernetwork's heads and
 // their momentum, hidden × the generated parameters of one client each. It builds the
-// model with shapes only (nothing is allocated), and counts in float64, so absurd sizes
-// cannot overflow.
+// model with shapes only (nothing is allocated), wrapped as the algorithm wraps it (Ditto:
+// two copies), and counts in float64, so absurd sizes cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	m, err := build(1, nil)
 	if err != nil {
 		return 0, err
 	}
-	defer m.Close()
 	strat := cfg.Algorithm.Strategy()
 	if c, ok := strat.(io.Closer); ok {
 		defer c.Close()
 	}
+	if w, ok := strat.(fl.Wrapper); ok {
+		// a model the algorithm cannot wrap is counted as built: the run's start reports
+		// the error, naming the algorithm
+		if wrapped, err := w.Wrap(m, build, nil); err == nil {
+			m = wrapped
+		}
+	}
+	defer m.Close()
 	gen, _ := strat.(fl.Generative)
 	var params, generated, personal float64
 	for _, p := range m.Params().List {

@@ -262,6 +262,17 @@ func (c Config) validateAlgorithm(k *checker) {
 	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
+	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
+	k.real("algorithm.apfl.alpha", a.APFL.Alpha, 0, 1, "[]")
+	k.real("algorithm.perfedavg.alpha", a.PerFedAvg.Alpha, 0, inf, "[]")
+	k.real("algorithm.perfedavg.beta", a.PerFedAvg.Beta, 0, inf, "(]")
+	k.oneOf("algorithm.perfedavg.variant", a.PerFedAvg.Variant, "fo", "hf")
+	k.real("algorithm.pfedme.lambda", a.PFedMe.Lambda, 0, inf, "(]")
+	k.atLeast("algorithm.pfedme.inner_steps", int64(a.PFedMe.InnerSteps), 1)
+	if a.PFedMe.PersonalLR != nil {
+		k.real("algorithm.pfedme.personal_lr", *a.PFedMe.PersonalLR, 0, inf, "(]")
+	}
+	k.real("algorithm.pfedme.beta", a.PFedMe.Beta, 0, inf, "(]")
 }
 
 func (c Config) validateTrain(k *checker) {

@@ -144,7 +144,7 @@ func (r *Run) evalChunk(ids []int) (evalCounts, error) {
 // are reloaded before their next use) and evaluates them.
 func (r *Run) fineTuneAndEval(s *cuda.Scope, ids []int) (evalCounts, error) {
 	if ft := r.hooks.fineTune; ft != nil {
-		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), 1000, ft.FineTune(), nil); err != nil {
+		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), FineTunePhase, ft.FineTune(), nil); err != nil {
 			return evalCounts{}, err
 		}
 	}

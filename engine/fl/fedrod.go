@@ -37,7 +37,7 @@ func (*FedRoD) Name() string { return "fedrod" }
 func (*FedRoD) Personal(p *model.Param) bool { return p.Role == model.RolePersonalHead }
 
 // Wrap adds the personal head.
-func (f *FedRoD) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
+func (f *FedRoD) Wrap(m model.Model, _ Builder, gen *cuda.Generator) (model.Model, error) {
 	h, ok := m.(model.Headed)
 	if !ok {
 		return nil, fmt.Errorf("model %s does not expose the features its head reads", m.Name())

@@ -26,7 +26,7 @@ func TestFedRoDHeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped, err := f.Wrap(inner, g)
+	wrapped, err := f.Wrap(inner, nil, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestFedRoDPersonalHeadTakesPlainSGD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.Wrap(inner, g)
+	m, err := f.Wrap(inner, nil, g)
 	if err != nil {
 		t.Fatal(err)
 	}

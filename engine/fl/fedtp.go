@@ -68,11 +68,11 @@ func (f *FedTP) Personal(p *model.Param) bool {
 }
 
 // Wrap adds FedRoD's personal head when RoD is set.
-func (f *FedTP) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
+func (f *FedTP) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
 	if !f.RoD {
 		return m, nil
 	}
-	return f.rodPart().Wrap(m, gen)
+	return f.rodPart().Wrap(m, build, gen)
 }
 
 // Optimizer is FedRoD's split update with RoD (its personal head on a plain SGD), else the

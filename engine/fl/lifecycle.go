@@ -15,6 +15,8 @@ type hooks struct {
 	predict   Predictor
 	memory    Memorizer
 	state     Stateful
+	start     Starter
+	stepper   Stepper
 	every     bool // EveryRound: every client trains every round
 }
 
@@ -35,6 +37,8 @@ func hooksOf(s Strategy) hooks {
 		h.memory = nil // a KNN of no neighbours is no vote
 	}
 	h.state, _ = s.(Stateful)
+	h.start, _ = s.(Starter)
+	h.stepper, _ = s.(Stepper)
 	if e, ok := s.(EveryRound); ok {
 		h.every = e.EveryClient()
 	}
@@ -47,6 +51,15 @@ func (h hooks) phases(epochs int) []Phase {
 		return h.phased.Phases(epochs)
 	}
 	return []Phase{{Epochs: epochs, Train: allParams}}
+}
+
+// perStep is how many batches one training step of phase takes: a Stepper's count for the
+// local training's phases, else 1 (fine-tuning before evaluation takes the default step).
+func (h hooks) perStep(phase int) int {
+	if h.stepper != nil && phase != FineTunePhase {
+		return max(h.stepper.Batches(), 1)
+	}
+	return 1
 }
 
 // newOptimizer makes a phase's local optimizer.

@@ -21,14 +21,13 @@ import (
 // stays with its client, and clients predict with v.
 type ditto struct {
 	lambda   float64
-	build    fl.Builder
 	personal map[*model.Param]bool // the personal copies' parameters, in every model built
 	shared   int                   // parameters of one copy
 	predicts int                   // Predict calls: evaluation went through the hook
 }
 
-func newDitto(build fl.Builder) *ditto {
-	return &ditto{lambda: 0.5, build: build, personal: map[*model.Param]bool{}}
+func newDitto() *ditto {
+	return &ditto{lambda: 0.5, personal: map[*model.Param]bool{}}
 }
 
 func (d *ditto) Name() string                 { return "ditto-shape" }
@@ -39,8 +38,8 @@ func (d *ditto) parts(m model.Model) (w, v model.Model) {
 }
 
 // Wrap joins a personal copy to every model the run builds (Wrapper).
-func (d *ditto) Wrap(m model.Model, gen *cuda.Generator) (model.Model, error) {
-	v, err := d.build(m.Params().K, gen)
+func (d *ditto) Wrap(m model.Model, build fl.Builder, gen *cuda.Generator) (model.Model, error) {
+	v, err := build(m.Params().K, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +155,7 @@ func TestHookOnlyAlgorithmsStackedEqualSequential(t *testing.T) {
 		strat func() fl.Strategy
 		used  func(s fl.Strategy, state []safetensors.Tensor) bool // the hooks were called
 	}{
-		{"ditto", func() fl.Strategy { return newDitto(build) }, func(s fl.Strategy, state []safetensors.Tensor) bool {
+		{"ditto", func() fl.Strategy { return newDitto() }, func(s fl.Strategy, state []safetensors.Tensor) bool {
 			kept := false
 			for _, ts := range state {
 				kept = kept || ts.Name == "store/personal.fc3.weight"

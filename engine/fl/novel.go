@@ -214,9 +214,9 @@ func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (strin
 		opt := &sgd{lr: cfg.LR}
 		defer opt.Close()
 		for e := 1; e <= cfg.Epochs; e++ {
-			_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil,
-				func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
-					per := r.loss(st, r.evalM, b, pass)
+			_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, 1, nil,
+				func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
+					per := r.loss(st, r.evalM, bs[0], passes[0])
 					grads := st.Grad([]*cuda.Tensor{st.Sum(per, false)}, nil, train, cuda.GradOptions{AllowUnused: true})
 					if st.Err() == nil {
 						opt.Step(st, train, zeroMissing(st, grads, train), active)
@@ -267,11 +267,11 @@ func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m
 	}
 	for e := 1; e <= cfg.Epochs; e++ {
 		s.SetGradEnabled(true)
-		_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, nil,
-			func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
-				generated := t.Generate(st, b.Rows)
+		_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, 1, nil,
+			func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
+				generated := t.Generate(st, bs[0].Rows)
 				r.loadGenerated(st, m, generated)
-				per := r.loss(st, m, b, pass)
+				per := r.loss(st, m, bs[0], passes[0])
 				loss := st.Sum(st.Mul(per, st.To(w, per.DType())), false)
 				dW := st.Grad([]*cuda.Tensor{loss}, nil, genParams, cuda.GradOptions{AllowUnused: true})
 				dPhi := st.Grad(generated, zeroMissing(st, dW, genParams), params, cuda.GradOptions{AllowUnused: true})

@@ -12,13 +12,17 @@ import (
 // Options are the algorithm settings a config can give; each algorithm reads those it
 // documents and ignores the rest.
 type Options struct {
-	Mu           float64      // FedProx's proximal weight
-	PlainSoftmax bool         // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
-	Generate     []model.Role // FedTP: the generated roles
-	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
-	KNN          KNN          // FedTP+KNN: the neighbours' vote
+	Mu           float64         // FedProx's proximal weight
+	PlainSoftmax bool            // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
+	Generate     []model.Role    // FedTP: the generated roles
+	Hyper        hyper.Config    // FedTP: the hypernetwork and its optimizer
+	KNN          KNN             // FedTP+KNN: the neighbours' vote
+	Ditto        DittoConfig     // Ditto's λ
+	APFL         APFLConfig      // APFL's initial mixing weight α
+	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
+	PFedMe       PFedMeConfig    // pFedMe's λ, inner steps, personal learning rate and β
 	// LocalRoles and LocalBlocks replace the parts a partial-personalization algorithm
-	// (partial, fedperfix, prompts, adapters) keeps local; nil keeps its own.
+	// (partial, fedperfix, prefix-z, prefix-r, prompts, adapters) keeps local; nil keeps its own.
 	LocalRoles  []model.Role
 	LocalBlocks []int
 }
@@ -69,6 +73,10 @@ var registry = []Algorithm{
 		f.KNN = o.KNN
 		return f
 	}},
+	{"ditto", "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", "Li et al., ICML 2021, Alg. 1", func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }},
+	{"apfl", "a local model mixed with the global one, α v + (1 − α) w, α learned per client", "Deng et al., arXiv:2003.13461, 2020, Alg. 1", func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }},
+	{"perfedavg", "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }},
+	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
 }
 
 func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }

@@ -92,7 +92,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 			if err != nil {
 				return nil, err
 			}
-			wrapped, err := w.Wrap(m, g)
+			wrapped, err := w.Wrap(m, inner, g)
 			if err != nil {
 				m.Close()
 				return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
@@ -388,6 +388,15 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) (float64, float64, error) {
 	r.load(s, m, ids)
 	r.loadGenerated(s, m, generated)
+	if st := r.hooks.start; st != nil {
+		grad := s.GradEnabled()
+		s.SetGradEnabled(false)
+		st.Start(s, m)
+		s.SetGradEnabled(grad)
+		if err := s.Err(); err != nil {
+			return 0, 0, fmt.Errorf("fl: %s: start: %w", r.strat.Name(), err)
+		}
+	}
 	phases := r.hooks.phases(r.cfg.Epochs)
 	var sum, pairs float64
 	for i, ph := range phases {
@@ -411,12 +420,20 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		}
 	}
 	reg := r.hooks.penalty
-	ss, err := r.phaseState(m, phase, ph.Epochs, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
+	per := r.hooks.perStep(phase)
+	ss, err := r.phaseState(m, phase, ph.Epochs, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
 		return 0, 0, err
 	}
 	opt := ss.opt // the phase's, kept with its buffers for the whole run
-	return r.runSteps(s, ss, ids, parts, round, phase, ph.Epochs, ph.Steps, met, func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor {
+	if stepper := r.hooks.stepper; stepper != nil && phase != FineTunePhase {
+		return r.runSteps(s, ss, ids, parts, round, phase, ph.Epochs, ph.Steps, per, met, func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
+			return stepper.Step(st, StepInput{Model: m, Batches: bs, Passes: passes, Params: train, Global: global,
+				Opt: opt, Active: active, Loss: r.loss})
+		})
+	}
+	return r.runSteps(s, ss, ids, parts, round, phase, ph.Epochs, ph.Steps, 1, met, func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
+		b, pass := bs[0], passes[0]
 		perClient := r.loss(st, m, b, pass)
 		loss := st.Sum(perClient, false)
 		if reg != nil {
@@ -445,9 +462,10 @@ func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cud
 	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
-// stepFunc runs one training step on batch b: it returns the clients' losses [K] and
-// updates whatever it trains. active [K] marks the clients whose epochs are not done.
-type stepFunc func(st *cuda.Scope, b Batch, pass *model.Pass, active *cuda.Tensor) *cuda.Tensor
+// stepFunc runs one training step on its consecutive batches bs (one, unless a Stepper
+// takes more), each with its pass: it returns the clients' losses [K] and updates whatever
+// it trains. active [K] marks the clients whose epochs are not done.
+type stepFunc func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor
 
 // autocast turns on the configured autocast for s's later ops (a step's forward and
 // backward; the optimizer's elementwise updates stay in the weights' dtype, as autocast

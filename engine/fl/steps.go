@@ -115,9 +115,10 @@ type stepKey struct {
 }
 
 // phaseState returns the run's step state for training m in phase, made on first use with
-// room for the longest plan of epochs epochs that any client's samples parts[c] can need
-// (plans are not shortened by a phase's step limit, so it does not count).
-func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
+// room for the longest plan of epochs epochs that any client's samples parts[c] can need,
+// rounded up to whole steps of per batches (plans are not shortened by a phase's step
+// limit, so it does not count).
+func (r *Run) phaseState(m model.Model, phase, epochs, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
 	key := stepKey{m, phase}
 	if ss := r.steps[key]; ss != nil {
 		return ss, nil
@@ -126,6 +127,7 @@ func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, newOpt
 	for _, part := range parts {
 		capacity = max(capacity, epochs*((len(part)+r.cfg.Batch-1)/r.cfg.Batch))
 	}
+	capacity = (capacity + per - 1) / per * per
 	k := m.Params().List[0].T.Size(0)
 	ss, err := newStepState(r.cfg.Device, capacity, int(k), r.cfg.Batch, r.fed.Part.Noise != nil)
 	if err != nil {
@@ -141,17 +143,19 @@ func (r *Run) phaseState(m model.Model, phase, epochs int, parts [][]int, newOpt
 
 // runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
 // parts[id], loads the plan into a step state (ss, the run's for the phase, or when nil a
-// state of its own for this call) and runs step on each step's stacked batch, assembled on the
-// device. It returns the sum of the clients' per-step mean losses and how many (client,
-// step) pairs it holds; a non-finite loss is an error naming the clients. The losses are
-// read once, after the last step.
+// state of its own for this call) and runs step on each step's stacked batches, assembled
+// on the device: per consecutive batches of the plan a step (a Stepper's count; the plan is
+// padded with idle batches to whole steps, and a client is active in a step while its
+// first batch is real). It returns the sum of the clients' per-step mean losses and how
+// many (client, step) pairs it holds; a non-finite loss is an error naming the clients. The
+// losses are read once, after the last step.
 //
 // With CUDA graphs on and the run's state, the first step ever runs eagerly (a warm-up that
 // also allocates the optimizer's buffers), the second is captured, and every later step,
 // in this and every later round, replays the capture. A step must therefore read only
 // device values that change between steps and rounds (the batch, the activity, Batch.Rows,
 // the dropout streams), never Go values such as Batch.Clients.
-func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
+func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps, per int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
 	td := time.Now()
 	own := make([][]int, len(ids))
 	var noise []float64
@@ -166,7 +170,8 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	if err != nil {
 		return 0, 0, err
 	}
-	steps := plan.Steps
+	steps := (plan.Steps + per - 1) / per
+	padPlan(plan, steps*per)
 	if maxSteps > 0 {
 		steps = min(steps, maxSteps)
 	}
@@ -178,16 +183,19 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		defer ss.close()
 	}
 	k := len(ids)
-	active := make([]float32, steps*k)
+	// a step reads its activity at its first batch's row; the other rows repeat it
+	active := make([]float32, steps*per*k)
 	var pairs float64
 	for st := 0; st < steps; st++ {
 		for i := 0; i < k; i++ {
-			if st < plan.ClientSteps[i] {
-				active[st*k+i] = 1
-				pairs++
-				if met != nil {
-					met.Samples += int(sumMask(plan, st, i))
+			if st*per < plan.ClientSteps[i] {
+				for j := 0; j < per; j++ {
+					active[(st*per+j)*k+i] = 1
+					if met != nil {
+						met.Samples += int(sumMask(plan, st*per+j, i))
+					}
 				}
+				pairs++
 			}
 		}
 	}
@@ -200,11 +208,19 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	st := cuda.NewScope()
 	defer st.Close()
 	var i int // the step being run (only checked: the plan's cursor picks its rows)
+	batches, passes := make([]Batch, per), make([]*model.Pass, per)
 	body := func(st *cuda.Scope) {
-		b := r.train.Batch(st, ss.plan, i)
-		batch := Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: ss.rows}
+		for j := range per {
+			if j > 0 {
+				ss.plan.Advance(st)
+			}
+			b := r.train.Batch(st, ss.plan, i*per+j)
+			batches[j] = Batch{X: r.input(st, b.X), Y: b.Y, Mask: b.Mask, Clients: ids, Rows: ss.rows}
+			passes[j] = &model.Pass{Train: true, Gens: ss.gens, Mask: b.Mask}
+		}
 		r.autocast(st)
-		perClient := step(st, batch, &model.Pass{Train: true, Gens: ss.gens, Mask: b.Mask}, ss.plan.Row(st, ss.active, i))
+		// the last batch's row of the activity: every row of a step holds the step's
+		perClient := step(st, batches, passes, ss.plan.Row(st, ss.active, i*per+per-1))
 		if r.cfg.Autocast != 0 {
 			st.SetAutocast(cuda.Float32)
 		}
@@ -237,6 +253,20 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round+1, bad)
 	}
 	return total, pairs, nil
+}
+
+// padPlan extends p with idle steps (mask 0, sample index 0) to steps steps.
+func padPlan(p *data.Plan, steps int) {
+	if steps <= p.Steps {
+		return
+	}
+	extra := (steps - p.Steps) * p.K * p.B
+	p.Index = append(p.Index, make([]int64, extra)...)
+	p.Mask = append(p.Mask, make([]float32, extra)...)
+	p.DY = append(p.DY, make([]int64, extra)...)
+	p.DX = append(p.DX, make([]int64, extra)...)
+	p.Flip = append(p.Flip, make([]bool, extra)...)
+	p.Steps = steps
 }
 
 // runStep runs one step: a replay of the state's graph when it has one; else, with graphs

@@ -11,7 +11,8 @@
 // prefix adapters in every block).
 //
 // When a run starts (New):
-//   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head).
+//   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head; Ditto, APFL
+//     and pFedMe: a personal model joined beside the shared one).
 //   - Binder.Bind shows the strategy the run: data, global model, device (FedTP builds its
 //     hypernetwork here).
 //   - Every parameter is sorted once: personal (Personal: a row per client, kept by the
@@ -21,18 +22,24 @@
 // Each round (Run.Round), for the K sampled clients (EveryRound: all of them):
 //  1. Prepare: the stacked model's row k becomes client k's model: the global shared
 //     values, the client's personal rows, and Generative.Generate's parameters.
-//  2. Local training, phase by phase (Phased.Phases; default one phase of the configured
-//     epochs over every parameter). Each step's loss is Objective.Loss (default: each
-//     client's mean cross-entropy over its real samples) plus Regularizer.Penalty, and the
-//     update is LocalOptimizer.Optimizer's Step (default: SGD with the run's learning rate,
-//     momentum and weight decay, one state per client, reset every round).
+//  2. Local training: first Starter.Start may change the prepared rows (pFedMe: the
+//     personal model starts at the global one); then phase by phase (Phased.Phases;
+//     default one phase of the configured epochs over every parameter). Each step's loss
+//     is Objective.Loss (default: each client's mean cross-entropy over its real samples)
+//     plus Regularizer.Penalty, and the update is LocalOptimizer.Optimizer's Step (default:
+//     SGD with the run's learning rate, momentum and weight decay, one state per client,
+//     reset every round). A Stepper owns the whole step instead: it takes
+//     Stepper.Batches consecutive batches of each client's plan (Per-FedAvg: two or three)
+//     and updates the parameters as it likes (pFedMe: K inner steps, then the outer one).
 //  3. Server update: Generative.Learn updates the generator from the generated
 //     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
 //     global model (default: the weighted mean Σ_k (m_k/M) θ_k); the personal rows go back
 //     to each client's store.
 //  4. Evaluation, when due, of every client in stacked chunks: prepared as in 1, fine-tuned
-//     (FineTuner.FineTune, not kept), then Predictor.Predict gives the logits (default: the
-//     model's forward; a Memorizer mixes in a nearest-neighbour vote).
+//     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
+//     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
+//     Predictor.Predict gives the logits (default: the model's forward; a Memorizer mixes in
+//     a nearest-neighbour vote).
 //
 // Checkpoints hold the global model, the store of personal rows and Stateful.State's
 // tensors; everything random derives from (seed, purpose, round, client), so nothing else
@@ -78,11 +85,16 @@ type Phased interface {
 }
 
 // FineTuner is a Strategy that fine-tunes each client's model on its own training data
-// before it is evaluated, without keeping the change (FedBABU: the head).
+// before it is evaluated, without keeping the change (FedBABU: the head; Per-FedAvg: one
+// adaptation step).
 type FineTuner interface {
 	Strategy
 	FineTune() Phase
 }
+
+// FineTunePhase is the phase number of FineTuner's phase: what LocalOptimizer.Optimizer is
+// called with for it, and what numbers its batch-order streams.
+const FineTunePhase = 1000
 
 // Optimizer is a local update rule over client-stacked parameters [K, ...]. Step changes
 // params in place from grads for the clients active marks ([K] float32, 1 or 0: a client
@@ -221,9 +233,50 @@ type Shaper interface {
 	Shape(s model.Spec) (model.Spec, error)
 }
 
-// Wrapper is a Strategy that changes the model (FedRoD: a second, personal head). New
-// wraps every model it builds; the wrapper owns the model it wraps.
+// Wrapper is a Strategy that changes the model (FedRoD: a second, personal head; Ditto: a
+// personal copy beside the shared model, joined with model.Join). New wraps every model it
+// builds: m was built by build for K clients, and build makes more models like it (with
+// K = m.Params().K); gen is the generator m drew from (nil when the model is declared only,
+// for accounting: then nothing is allocated). The wrapper owns the model it wraps.
 type Wrapper interface {
 	Strategy
-	Wrap(m model.Model, gen *cuda.Generator) (model.Model, error)
+	Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error)
+}
+
+// Starter is a Strategy that changes the clients' prepared rows (step 1) before their local
+// training (pFedMe: each personal model starts the round at the global model). Start runs
+// with grad disabled, once per local training of a stack (once per client when clients
+// train one at a time).
+type Starter interface {
+	Strategy
+	Start(s *cuda.Scope, m model.Model)
+}
+
+// StepInput is one local training step as a Stepper sees it.
+type StepInput struct {
+	Model   model.Model
+	Batches []Batch        // Stepper.Batches consecutive batches of each client's plan
+	Passes  []*model.Pass  // one per batch: the clients' dropout streams, the BatchNorm mask
+	Params  []*cuda.Tensor // the phase's trained parameters of Model, in model order
+	Global  []*cuda.Tensor // their global values (one row, broadcast), as Regularizer sees them
+	Opt     Optimizer      // the phase's optimizer (LocalOptimizer's, else the run's SGD)
+	Active  *cuda.Tensor   // [K] float32: 1 while the client's epochs last, else 0
+	// Loss is each client's local loss [K] on batch b computed with m (Model or one of its
+	// parts): Objective.Loss when the strategy has one, else the mean cross-entropy.
+	Loss func(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor
+}
+
+// Stepper is a Strategy that owns its local training step (Per-FedAvg: a step on two or
+// three batches; pFedMe: K inner steps on one batch, then the outer step). The run plans
+// the epochs as usual and hands each step Batches() consecutive batches of every client's
+// plan (a client whose plan ends inside a step gets idle batches, mask 0, for the rest; a
+// client is active in a step while its first batch is real). Step must leave an inactive
+// client's rows and optimizer state alone, as Optimizer.Step does, and read only device
+// values that change between steps (a captured step is replayed, see runSteps). It returns
+// each client's loss [K], which the round reports. Fine-tuning before evaluation does not
+// go through Step.
+type Stepper interface {
+	Strategy
+	Batches() int
+	Step(s *cuda.Scope, in StepInput) *cuda.Tensor
 }

@@ -26,13 +26,14 @@ const (
 	RoleFC                       // hidden fully-connected layers of the ConvNet
 	RoleRecurrent                // LSTM weights and biases
 	RolePersonalHead             // a second, personal classifier beside the head (FedRoD)
+	RoleMixing                   // a per-client weight mixing two models (APFL's α)
 	numRoles
 )
 
 var roleNames = [...]string{
 	"patch_embed", "pos_embed", "cls", "attn_qkv", "attn_out", "mlp", "norm", "norm_stats",
 	"head", "focal_f", "focal_ctx", "focal_h", "focal_proj", "downsample", "adapter",
-	"prompt", "embedding", "conv", "fc", "recurrent", "personal_head",
+	"prompt", "embedding", "conv", "fc", "recurrent", "personal_head", "mixing",
 }
 
 // String is the role's name, as ParseRole reads it.

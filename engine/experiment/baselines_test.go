@@ -1,0 +1,116 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
+// from a config (its algorithm.<name> keys included), its checkpoint holds what the
+// algorithm keeps per client and evaluates to the last round's result, and the held-out
+// client's fine-tuning study runs.
+func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
+	for _, c := range []struct {
+		alg  string
+		set  func(a *AlgorithmConfig)
+		kept []string // tensors the checkpoint must hold
+	}{
+		{"ditto", func(a *AlgorithmConfig) { a.Ditto.Lambda = 0.5 }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
+		{"apfl", func(a *AlgorithmConfig) { a.APFL.Alpha = 0.4 }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
+		{"perfedavg", func(a *AlgorithmConfig) { a.PerFedAvg = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} }, []string{"global/fc3.weight"}},
+		{"pfedme", func(a *AlgorithmConfig) {
+			a.PFedMe = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9}
+		}, []string{"store/personal.fc3.weight"}},
+	} {
+		t.Run(c.alg, func(t *testing.T) {
+			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
+				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5, HoldOut: 0.2},
+				Novel:     NovelConfig{Epochs: 2},
+				Algorithm: AlgorithmConfig{Name: c.alg},
+				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+			c.set(&cfg.Algorithm)
+			res, err := Run(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s Summary
+			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+			if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || len(s.Novel) != 1 {
+				t.Fatalf("summary %+v, %v", s, err)
+			}
+			t.Logf("novel client, %s tuned: micro accuracy by epoch %v", s.Novel[0].Tuned, s.Novel[0].Micro)
+			ev, rounds, err := Evaluate(res.Dir)
+			if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
+				t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+			}
+			ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors"))
+			for _, name := range c.kept {
+				if !strings.Contains(string(ck), name) {
+					t.Errorf("checkpoint lacks %s", name)
+				}
+			}
+			cj, _ := os.ReadFile(filepath.Join(res.Dir, "config.json"))
+			if !strings.Contains(string(cj), `"`+c.alg+`"`) {
+				t.Errorf("config.json does not record the %s section:\n%s", c.alg, cj)
+			}
+		})
+	}
+}
+
+func TestBaselineKeysAreValidated(t *testing.T) {
+	for _, c := range []struct {
+		mutate func(*Config)
+		key    string
+	}{
+		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+		{func(c *Config) { c.Algorithm.APFL.Alpha = 1.5 }, "algorithm.apfl.alpha"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Alpha = -0.1 }, "algorithm.perfedavg.alpha"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Beta = 0 }, "algorithm.perfedavg.beta"},
+		{func(c *Config) { c.Algorithm.PerFedAvg.Variant = "so" }, "algorithm.perfedavg.variant"},
+		{func(c *Config) { c.Algorithm.PFedMe.Lambda = 0 }, "algorithm.pfedme.lambda"},
+		{func(c *Config) { c.Algorithm.PFedMe.InnerSteps = 0 }, "algorithm.pfedme.inner_steps"},
+		{func(c *Config) { c.Algorithm.PFedMe.PersonalLR = ptr(-1.0) }, "algorithm.pfedme.personal_lr"},
+		{func(c *Config) { c.Algorithm.PFedMe.Beta = -1 }, "algorithm.pfedme.beta"},
+	} {
+		cfg := DefaultConfig()
+		c.mutate(&cfg)
+		err := cfg.Resolved().Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
+			t.Errorf("error %v, want one starting with %q", err, c.key)
+		}
+	}
+	// pFedMe's personal learning rate follows train.lr unless set
+	cfg := DefaultConfig()
+	cfg.Train.LR = 0.03
+	if lr := cfg.Resolved().Algorithm.PFedMe.PersonalLR; lr == nil || *lr != 0.03 {
+		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)
+	}
+}
+
+// TestMemoryFloorCountsThePersonalCopy: the floor counts the model as the algorithm wraps
+// it: Ditto's two copies and every client's stored personal copy.
+func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
+	cfg := DefaultConfig().Resolved()
+	build, err := builder(cfg, 10, 1, 28, 28, cudaCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	avg, err := memoryFloor(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Algorithm.Name = "ditto"
+	ditto, err := memoryFloor(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fedavg: P·(1 + 3K + chunk) floats; ditto: 2P·(1 + 3K + chunk) + P·clients
+	k := cfg.Train.Participation * float64(cfg.Data.Clients)
+	if want := avg*2 + avg/(1+4*k)*float64(cfg.Data.Clients); ditto != want {
+		t.Fatalf("ditto's floor %g bytes, want %g (fedavg's %g)", ditto, want, avg)
+	}
+}

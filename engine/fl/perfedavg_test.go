@@ -1,0 +1,199 @@
+package fl
+
+import (
+	"math"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+// meanCELoss is the run's default loss, for steps called directly.
+func meanCELoss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
+	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
+}
+
+// TestPerFedAvgMetaGradient: with β = 1 and a fresh optimizer one step moves w by −∇F,
+// where F is Per-FedAvg's objective for its variant: HF with D″ = D follows the true
+// meta-gradient of F(w) = f(w − α∇f(w; D); D′), FO the gradient of f(·; D′) at
+// temp = w − α∇f(w; D). Each is checked, per client, against finite differences of that
+// function along a random direction, on a smooth tiny ViT in float64.
+func TestPerFedAvgMetaGradient(t *testing.T) {
+	for _, hf := range []bool{false, true} {
+		name := map[bool]string{false: "FO", true: "HF"}[hf]
+		t.Run(name, func(t *testing.T) {
+			g, err := cuda.NewGenerator(13, cuda.CPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			s := cuda.NewScope()
+			defer s.Close()
+			const alpha = 0.3
+			p := &PerFedAvg{PerFedAvgConfig{Alpha: alpha, Beta: 1, HF: hf}}
+			m, err := smoothVit(2, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			perturb(t, s, g, m, 0.05) // the two clients' rows apart
+			d, d2 := randomBatch(t, s, g, 2, 6), randomBatch(t, s, g, 2, 6)
+			batches := []Batch{d, d2, d} // D″ = D
+			pass := &model.Pass{}
+			w := model.Tensors(m.Params().Trainable())
+			start := make([][]float64, len(w))
+			for i, t0 := range w {
+				start[i] = values(t, t0)
+			}
+			opt := NewSGD(SGDConfig{LR: 1})
+			defer opt.Close()
+			p.Step(s, StepInput{Model: m, Batches: batches[:p.Batches()], Passes: []*model.Pass{pass, pass, pass}[:p.Batches()],
+				Params: w, Opt: opt, Active: cuda.FromSlice(s, cuda.CPU, []float32{1, 1}), Loss: meanCELoss})
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			// a random direction u, and ⟨−Δw, u⟩ per client (Δw = −∇F exactly up to the
+			// rounding of w − ∇F and of the difference: ≤ 2u(|w| + |w'|) per element)
+			dirs := make([][]float64, len(w))
+			var dot, dotErr [2]float64
+			for i, t1 := range w {
+				after := values(t, t1)
+				dirs[i] = values(t, s.Randn(g, cuda.Float64, cuda.CPU, t1.Shape()...))
+				per := len(after) / 2
+				for e := range after {
+					dot[e/per] += (start[i][e] - after[e]) * dirs[i][e]
+					dotErr[e/per] += 2 * u * (math.Abs(start[i][e]) + math.Abs(after[e])) * math.Abs(dirs[i][e])
+				}
+			}
+			// the function along w + εu, per client: F for HF, f(temp + εu; D′) for FO
+			set := func(eps float64) {
+				s.SetGradEnabled(false)
+				for i, t1 := range w {
+					n := int64(len(start[i]))
+					moved := make([]float64, n)
+					for e := range moved {
+						moved[e] = start[i][e] + eps*dirs[i][e]
+					}
+					s.CopyFrom(t1, cuda.FromSlice(s, cuda.CPU, moved, t1.Shape()...))
+				}
+				s.SetGradEnabled(true)
+			}
+			adapt := func() map[*model.Param]*cuda.Tensor {
+				gr := s.Grad([]*cuda.Tensor{s.Sum(meanCELoss(s, m, d, pass), false)}, nil, w, cuda.GradOptions{})
+				over := map[*model.Param]*cuda.Tensor{}
+				s.SetGradEnabled(false)
+				for i, q := range m.Params().Trainable() {
+					over[q] = s.AddScaled(s.Detach(w[i]), gr[i], -alpha)
+				}
+				s.SetGradEnabled(true)
+				return over
+			}
+			var foShift map[*model.Param]*cuda.Tensor // FO: the adapted point's shift −α∇f(w; D), fixed
+			if !hf {
+				set(0)
+				over := adapt()
+				foShift = map[*model.Param]*cuda.Tensor{}
+				for i, q := range m.Params().Trainable() {
+					foShift[q] = s.Sub(over[q], s.Detach(w[i])) // −α∇f(w; D) at the start
+				}
+			}
+			F := func(eps float64) []float64 {
+				set(eps)
+				var over map[*model.Param]*cuda.Tensor
+				if hf {
+					over = adapt()
+				} else {
+					over = map[*model.Param]*cuda.Tensor{}
+					for i, q := range m.Params().Trainable() {
+						over[q] = s.Add(s.Detach(w[i]), foShift[q])
+					}
+				}
+				s.SetGradEnabled(false)
+				defer s.SetGradEnabled(true)
+				return values(t, maskedMean(s, m.Forward(s, d2.X, &model.Pass{Override: over}), d2.Y, d2.Mask))
+			}
+			diff := func(h float64) []float64 {
+				up, down := F(h), F(-h)
+				return []float64{(up[0] - down[0]) / (2 * h), (up[1] - down[1]) / (2 * h)}
+			}
+			// Richardson as in TestAPFLGradients: R = (4D(h/2) − D(h))/3 is within
+			// |D(h) − D(h/2)| of the derivative, plus the losses' rounding 3ε/h with
+			// ε = 10·u·macs·|F| (HF's F holds a backward pass too: 3× the forward's count)
+			const h = 1e-3
+			d1, dh := diff(h), diff(h/2)
+			at := F(0)
+			macs := 3 * float64(m.MACs()*d.X.Size(1))
+			for k := range 2 {
+				r := (4*dh[k] - d1[k]) / 3
+				tol := math.Abs(d1[k]-dh[k]) + 3*10*u*macs*math.Abs(at[k])/h + dotErr[k]
+				if diff := math.Abs(dot[k] - r); !(diff <= tol) {
+					t.Fatalf("client %d: ⟨∇F, u⟩ %.12g from the step, finite differences %.12g (difference %.3g > %.3g)", k, dot[k], r, diff, tol)
+				}
+				t.Logf("client %d: ⟨∇F, u⟩ %.12g, finite differences %.12g, bound %.2g", k, dot[k], r, tol)
+			}
+		})
+	}
+}
+
+// countingStep is a Stepper that trains nothing and reports, per client, the real samples
+// of the batches it was handed (zero for an inactive client).
+type countingStep struct{ n int }
+
+func (countingStep) Name() string               { return "counting" }
+func (countingStep) Personal(*model.Param) bool { return false }
+func (c countingStep) Batches() int             { return c.n }
+func (c countingStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+	var sum *cuda.Tensor
+	for _, b := range in.Batches {
+		n := s.Sum(b.Mask, false, 1)
+		if sum == nil {
+			sum = n
+		} else {
+			sum = s.Add(sum, n)
+		}
+	}
+	return s.Mul(sum, in.Active)
+}
+
+// TestStepperTakesEveryBatchOnce: a Stepper of n batches a step is handed every real
+// sample of the clients' epochs once, in ⌈steps/n⌉ steps per client.
+func TestStepperTakesEveryBatchOnce(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	for _, n := range []int{1, 2, 3} {
+		cfg := Config{Rounds: 1, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU}
+		r, err := New(cfg, countingStep{n}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		met, err := r.Round(0)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var samples, pairs int
+		for _, c := range met.Clients {
+			m := len(st.fed.Part.Train[c])
+			samples += cfg.Epochs * m
+			pairs += (cfg.Epochs*((m+cfg.Batch-1)/cfg.Batch) + n - 1) / n
+		}
+		// the loss is the mean over (client, step) pairs of the counts, summed in float32
+		// (exact: integers below 2^24)
+		if met.Samples != samples || met.TrainLoss*float64(pairs) != float64(samples) {
+			t.Fatalf("n=%d: %d samples and loss×pairs %g, want %d samples in %d pairs", n, met.Samples, met.TrainLoss*float64(pairs), samples, pairs)
+		}
+	}
+}
+
+func TestPerFedAvgStackedEqualsSequential(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	for _, hf := range []bool{false, true} {
+		t.Run(map[bool]string{false: "FO", true: "HF"}[hf], func(t *testing.T) {
+			cfg := Config{Rounds: 2, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3,
+				Seed: 11, Device: cuda.CPU, DType: cuda.Float64, EvalEvery: 1}
+			checkStackedEqualsSequential(t, st, cfg, func() Strategy {
+				return &PerFedAvg{PerFedAvgConfig{Alpha: 0.05, Beta: 0.05, HF: hf}}
+			}, build64(true))
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package fl
+
+import (
+	"pfl/cuda"
+	"pfl/engine/model"
+)
+
+// PFedMeConfig is pFedMe's setting.
+type PFedMeConfig struct {
+	Lambda     float64 // λ, the personal models' pull towards the local model
+	InnerSteps int     // K, the steps that approximately solve the personal problem per batch
+	PersonalLR float64 // the personal learning rate of those steps
+	Beta       float64 // β, the server's step: w ← (1 − β) w + β · mean of the clients' w
+}
+
+// PFedMe is personalized FL with Moreau envelopes (Dinh, Tran and Nguyen, "Personalized
+// Federated Learning with Moreau Envelopes", NeurIPS 2020, Alg. 1). Each client keeps a
+// personal model θ beside its local copy w of the global model; on every batch D it first
+// solves the personal problem approximately with K steps at the personal learning rate,
+//
+//	θ ← θ − personal_lr · (∇f(θ; D) + λ (θ − w))   (K times)
+//
+// and then moves w towards the result, w ← w − η λ (w − θ), η the run's learning rate.
+// The server then mixes the clients' w into the global model (Aggregator),
+//
+//	w_global ← (1 − β) w_global + β Σ_k (m_k/M) w_k,
+//
+// and each client predicts with its θ (Predictor). The model is model.Join(w, θ)
+// (twin.go): θ is kept by its client for evaluation, and starts every round as a copy of
+// the global model, buffers included (Starter), as FedTP's official code (zhyczy/FedTP,
+// methods/method.py train_net_pfedMe: the personal network loads the global state, then
+// runs K pFedMeOptimizer steps per batch and the local update above) and the authors'
+// code do; it carries over from batch to batch within the round.
+//
+// Deviations and choices:
+//   - The server weights the clients by their sample counts, as FedTP's code; the paper
+//     averages the sampled clients uniformly. FedTP's code leaves β out (β = 1, its
+//     default).
+//   - The outer update is the run's local optimizer at the run's learning rate with
+//     gradient λ (w − θ) (plain SGD, the paper's and FedTP's, by default; momentum and
+//     weight decay from train.* otherwise); the inner steps are plain.
+//   - The reported training loss is f(θ; D) at the last inner step of each batch, as
+//     FedTP's code logs it.
+//   - With BatchNorm, θ's running statistics follow its K forward passes per batch; w is
+//     never run, so the global model's statistics stay at their initial values (as in
+//     FedTP's code, where only the parameters are averaged); θ starts each round from them.
+type PFedMe struct {
+	PFedMeConfig
+	twins
+}
+
+// Name is "pfedme".
+func (*PFedMe) Name() string { return "pfedme" }
+
+// Personal is true for the personal model θ.
+func (p *PFedMe) Personal(q *model.Param) bool { return p.isPersonal(q) }
+
+// Wrap joins the personal model θ beside every model the run builds (Wrapper).
+func (p *PFedMe) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
+	return p.join(m, build, gen, "")
+}
+
+// Start copies the global model (the prepared w, buffers included) into θ (Starter).
+func (p *PFedMe) Start(s *cuda.Scope, m model.Model) {
+	w, theta := part(s, m, 0), part(s, m, 1)
+	if w == nil {
+		return
+	}
+	s.ForeachCopy(model.Tensors(theta.Params().List), model.Tensors(w.Params().List))
+}
+
+// Loss is f(θ), the personal model's mean cross-entropy over the client's real samples
+// (Objective: the inner steps' loss, and what fine-tuning a novel client's θ minimizes).
+func (p *PFedMe) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
+	theta := part(s, m, 1)
+	if theta == nil {
+		return nil
+	}
+	return maskedMean(s, theta.Forward(s, b.X, pass), b.Y, b.Mask)
+}
+
+// Batches is one (Stepper).
+func (*PFedMe) Batches() int { return 1 }
+
+// Step makes the K personal steps on the batch, then the local model's step (Stepper).
+func (p *PFedMe) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+	w, theta := part(s, in.Model, 0), part(s, in.Model, 1)
+	if w == nil {
+		return nil
+	}
+	wT, thetaT := model.Tensors(w.Params().Trainable()), model.Tensors(theta.Params().Trainable())
+	b, pass := in.Batches[0], in.Passes[0]
+	var loss *cuda.Tensor
+	grad := s.GradEnabled()
+	defer s.SetGradEnabled(grad)
+	for range p.InnerSteps {
+		s.SetGradEnabled(true)
+		loss = in.Loss(s, in.Model, b, pass) // f(θ): Loss
+
+		g := s.Grad([]*cuda.Tensor{s.Sum(loss, false)}, nil, thetaT, cuda.GradOptions{AllowUnused: true})
+		if s.Err() != nil {
+			return loss
+		}
+		s.SetGradEnabled(false)
+		g = zeroMissing(s, g, thetaT)
+		d := make([]*cuda.Tensor, len(g))
+		for i := range g {
+			d[i] = s.AddScaled(g[i], s.Sub(thetaT[i], wT[i]), p.Lambda) // ∇f(θ) + λ(θ − w)
+		}
+		s.ForeachAddcmul(thetaT, d, perParam(s, thetaT, in.Active, 1, 0), -p.PersonalLR)
+	}
+	s.SetGradEnabled(false)
+	pull := make([]*cuda.Tensor, len(wT))
+	for i := range wT {
+		pull[i] = s.MulScalar(s.Sub(wT[i], thetaT[i]), p.Lambda) // λ(w − θ)
+	}
+	in.Opt.Step(s, wT, pull, in.Active)
+	return loss
+}
+
+// Aggregate is w_global ← (1 − β) w_global + β Σ_k weights_k w_k; with β = 1 exactly the
+// FedAvg mean (Aggregator).
+func (p *PFedMe) Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error {
+	if p.Beta == 1 || len(global) == 0 {
+		return AverageInto(s, global, trained, weights)
+	}
+	means := make([]*cuda.Tensor, len(global))
+	for i, g := range global {
+		means[i] = s.Clone(g)
+	}
+	s.ForeachWeightedSum(means, trained, weights)
+	s.ForeachLerp(global, means, p.Beta)
+	return s.Err()
+}
+
+// Predict is the personal model's forward (Predictor).
+func (p *PFedMe) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
+	theta := part(s, m, 1)
+	if theta == nil {
+		return nil
+	}
+	return theta.Forward(s, x, &model.Pass{})
+}
