@@ -165,3 +165,7 @@ func (a *APFL) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tenso
 	}
 	return v.Forward(s, x, &model.Pass{Override: over})
 }
+
+// Passes is 2: every training sample goes forward and backward through the global copy and
+// through the mixture (FedPerfix's Table 2 counts APFL's computation at 200%).
+func (*APFL) Passes() float64 { return 2 }

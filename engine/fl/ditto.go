@@ -89,3 +89,6 @@ func (d *Ditto) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tens
 	}
 	return v.Forward(s, x, &model.Pass{})
 }
+
+// Passes is 2: every training sample trains the global copy and the personal model.
+func (*Ditto) Passes() float64 { return 2 }

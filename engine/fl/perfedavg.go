@@ -130,3 +130,13 @@ func (p *PerFedAvg) Optimizer(phase int, c SGDConfig) Optimizer {
 
 // FineTune is one adaptation step on one training batch (FineTuner).
 func (*PerFedAvg) FineTune() Phase { return Phase{Epochs: 1, Steps: 1, Train: allParams} }
+
+// Passes is 1 for the first-order variant (each batch of a step is used once, forward and
+// backward) and 4/3 for the Hessian-free one (its third batch's Hessian-vector product is a
+// double backward, counted as two passes, over three batches).
+func (p *PerFedAvg) Passes() float64 {
+	if p.HF {
+		return 4.0 / 3
+	}
+	return 1
+}

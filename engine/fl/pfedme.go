@@ -141,3 +141,7 @@ func (p *PFedMe) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 	}
 	return theta.Forward(s, x, &model.Pass{})
 }
+
+// Passes is the inner steps: each solves the personal problem one more step on the same
+// batch, a forward and a backward pass each.
+func (p *PFedMe) Passes() float64 { return float64(p.InnerSteps) }
