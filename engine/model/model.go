@@ -51,6 +51,8 @@ type Pass struct {
 	// Mask [K, B] (1 for a real sample) makes BatchNorm compute each client's batch
 	// statistics over its real samples only, and leave the running statistics of a client
 	// with none alone — what K separate runs with partial last batches and idle clients do.
+	// Padded rows leave every BatchNorm as zeros; a batch that gives BatchNorm one value per
+	// channel trains, leaving that running variance alone (see maskedBatchNorm).
 	Mask *cuda.Tensor
 	// Gens, when set (one per stack row), are the clients' own dropout streams: row k's
 	// masks come from Gens[k], so a client's dropout does not depend on which clients

@@ -116,8 +116,31 @@ func batchNorm(s *cuda.Scope, x, w, b, mean, variance *cuda.Tensor, train bool) 
 }
 
 // maskedBatchNorm is training-mode BatchNorm over the real samples of each client only:
-// x [K, B, C, ...], mask [K, B]. Statistics use the masked count; running statistics move
-// (momentum 0.1, unbiased variance, as PyTorch) only for clients with a real sample.
+// x [K, B, C, ...], mask [K, B]. A client's statistics count its n real values per channel
+// (real samples × spatial positions), and its running statistics move (momentum 0.1,
+// unbiased variance, as PyTorch) only where the batch estimates them: the mean where n ≥ 1,
+// the variance where n ≥ 2.
+//
+// Padded rows (and every row of an idle client) leave as zeros. Normalizing them with the
+// real samples' statistics, as an unmasked batch_norm would, divides their distance from
+// the real mean by sqrt(var + eps), and the variance is 0 for an idle client (in every
+// layer) and for a client whose batch gives one value per channel (one real sample where
+// the activations are 1×1 — ResNet-50's layer4 at 32×32 — or in convnet-bn's fully
+// connected layers): ×316 per layer at eps 1e-5, which overflows float32 within a ResNet;
+// the next layer's masked sums then take inf·0 = NaN into the real rows and the loss. A
+// zero row stays finite through any convolution, and the masked loss ignores it.
+//
+// One value per channel. PyTorch's nn.BatchNorm (F.batch_norm) refuses it in training
+// ("Expected more than 1 value per channel when training"), so the official codes, whose
+// DataLoader keeps the last partial batch (drop_last=False), stop at a client with
+// m ≡ 1 (mod B) samples when a BatchNorm sees one value per sample. pfl trains that batch
+// instead of failing: a federated client of 65 samples with batch 64 must train, and the
+// refusal is a guard, not a result. The values are those of PyTorch's own batch_norm kernel
+// (torch.batch_norm, which F.batch_norm calls after the check): the normalized value is 0,
+// so the output is the bias, the gradient reaches the bias only (none to the input or the
+// weight), and the running mean moves to the value. The kernel's running variance becomes
+// 0/0 = NaN (the unbiased variance of one value, v·n/(n−1)), which FedAvg of the running
+// statistics would hand to every client: here the running variance stays as it was.
 func maskedBatchNorm(s *cuda.Scope, x, w, b, mean, variance, mask *cuda.Tensor) *cuda.Tensor {
 	if s.Err() != nil {
 		return nil
@@ -153,15 +176,17 @@ func maskedBatchNorm(s *cuda.Scope, x, w, b, mean, variance, mask *cuda.Tensor) 
 	if b != nil {
 		y = s.Add(y, s.Reshape(b, cshape...))
 	}
+	y = s.Mul(y, m) // padded rows leave as zeros (see above)
 	if mean != nil && variance != nil {
 		grad := s.GradEnabled()
 		s.SetGradEnabled(false)
-		active := s.Reshape(s.To(s.Gt(n, s.Zeros(x.DType(), x.Device())), x.DType()), k, 1) // [K, 1]
-		rate := s.MulScalar(active, momentum)
-		unbiased := s.Div(s.Reshape(v, k, c), s.Reshape(s.Clamp(s.AddScalar(n, -1), 1, math.Inf(1)), k, 1))
-		unbiased = s.Mul(unbiased, s.Reshape(n, k, 1))
-		s.CopyFrom(mean, s.Add(mean, s.Mul(rate, s.Sub(s.Reshape(mu, k, c), mean))))
-		s.CopyFrom(variance, s.Add(variance, s.Mul(rate, s.Sub(unbiased, variance))))
+		// n is a whole count: clamp(n, 0, 1) is 1 where n ≥ 1, clamp(n − 1, 0, 1) where n ≥ 2
+		n1 := s.Reshape(n, k, 1)
+		meanRate := s.MulScalar(s.Clamp(n1, 0, 1), momentum)
+		varRate := s.MulScalar(s.Clamp(s.AddScalar(n1, -1), 0, 1), momentum)
+		unbiased := s.Div(s.Mul(s.Reshape(v, k, c), n1), s.Clamp(s.AddScalar(n1, -1), 1, math.Inf(1)))
+		s.CopyFrom(mean, s.Add(mean, s.Mul(meanRate, s.Sub(s.Reshape(mu, k, c), mean))))
+		s.CopyFrom(variance, s.Add(variance, s.Mul(varRate, s.Sub(unbiased, variance))))
 		s.SetGradEnabled(grad)
 	}
 	return y

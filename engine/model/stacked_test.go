@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"pfl/cuda"
@@ -284,5 +285,175 @@ func TestStackedEqualsSeparate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkStackedEqualsSeparate(t, c.build, c.input, c.train) })
+	}
+}
+
+// TestMaskedBatchNormOneValuePerChannel: a training batch in which a client's BatchNorm
+// sees one value per channel (one real sample where the activations are 1×1), beside an
+// idle client (no real sample) and a client with two real samples.
+//
+// In float32, ResNet-50 at 32×32 (layer4 at 1×1) must give finite outputs, gradients and
+// running statistics: normalizing the padded rows with a variance of 0 once overflowed
+// and the masked sums turned inf·0 into NaN (a non-finite loss in round 1 of a FedAvg run
+// with batch 16).
+//
+// In float64, a small ResNet at 8×8 (layer2 at 1×1) and convnet-bn (whose fully connected
+// BatchNorms see one value per channel per sample) must compute for each client what one
+// unmasked model on that client's real samples alone computes with PyTorch's batch_norm
+// kernel (libtorch's, as pfl's unmasked training path calls it): outputs, gradients and
+// running statistics, except the running variance where the kernel has one value per
+// channel and stores 0/0 = NaN, which must keep its value instead. The idle client must
+// change nothing: zero gradients, running statistics as they were.
+func TestMaskedBatchNormOneValuePerChannel(t *testing.T) {
+	mask := []float32{1, 0, 0, 0, 1, 1} // client 0: one real sample; 1: idle; 2: two
+	real := [][]int64{{0}, nil, {0, 1}}
+	const k, b = 3, 2
+
+	t.Run("resnet50-float32", func(t *testing.T) {
+		g, _ := cuda.NewGenerator(7, cuda.CPU)
+		defer g.Close()
+		m, err := Build(Spec{Preset: "resnet50", Classes: 10, Image: 32, Channels: 3}, k, cuda.CPU, cuda.Float32, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		s := cuda.NewScope()
+		defer s.Close()
+		mk := cuda.FromSlice(s, cuda.CPU, mask, k, b)
+		y := m.Forward(s, s.Randn(g, cuda.Float32, cuda.CPU, k, b, 3, 32, 32), &Pass{Train: true, Mask: mk})
+		r := s.Mul(s.Randn(g, cuda.Float32, cuda.CPU, y.Shape()...), s.Reshape(mk, k, b, 1))
+		params := m.Params().Trainable()
+		grads := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(y, r), false)}, nil, Tensors(params), cuda.GradOptions{})
+		finite(t, "logits", values(t, s, y))
+		for i, p := range params {
+			finite(t, "gradient of "+p.Name, values(t, s, grads[i]))
+		}
+		for _, p := range m.Params().List {
+			if p.Role == RoleNormStats {
+				finite(t, p.Name, values(t, s, p.T))
+			}
+		}
+	})
+
+	smallRes := smallResNet()
+	smallRes.Image = 8 // 8 -> stem 4 -> max-pool 2 -> layer1 2×2 -> layer2 1×1
+	for _, c := range []struct {
+		name  string
+		build builder
+		image int64
+		kept  int // client 0's running variances with one value per channel
+	}{
+		// layer2.0's bn2, bn3 and downsample, and layer2.1's three BatchNorms
+		// (layer2.0.bn1 still sees its 2×2 input)
+		{"small-resnet-vs-kernel", func(k int, g *cuda.Generator) (Model, error) {
+			return NewResNet("resnet", smallRes, k, cuda.CPU, cuda.Float64, g)
+		}, 8, 6},
+		// the two BatchNorms of the fully connected layers (FedBN's CNN)
+		{"convnet-bn-vs-kernel", func(k int, g *cuda.Generator) (Model, error) {
+			return NewConvNet("convnet-bn", ConvNet(16, 2, 4, true), k, cuda.CPU, cuda.Float64, g)
+		}, 16, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkOneValuePerChannel(t, c.build, c.image, mask, real, c.kept) })
+	}
+}
+
+// checkOneValuePerChannel compares a masked stacked training pass of 3 clients (2 images
+// of 2 channels each) with, for each client, one unmasked model on its real samples
+// alone: PyTorch's batch_norm kernel. A client without real samples must change nothing.
+func checkOneValuePerChannel(t *testing.T, build builder, image int64, mask []float32, real [][]int64, wantKept int) {
+	const k, b = 3, 2
+	g, _ := cuda.NewGenerator(8, cuda.CPU)
+	defer g.Close()
+	stacked, err := build(k, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stacked.Close()
+	s := cuda.NewScope()
+	defer s.Close()
+	s.SetGradEnabled(false)
+	for _, p := range stacked.Params().List { // rows differ, running statistics too
+		noise := s.MulScalar(s.Randn(g, cuda.Float64, cuda.CPU, p.T.Shape()...), 0.05)
+		if p.Role == RoleNormStats { // a variance stays positive
+			noise = s.MulScalar(s.Rand(g, cuda.Float64, cuda.CPU, p.T.Shape()...), 0.5)
+		}
+		s.CopyFrom(p.T, s.Add(p.T, noise))
+	}
+	before := make([]*cuda.Tensor, len(stacked.Params().List))
+	for i, p := range stacked.Params().List {
+		before[i] = s.Clone(p.T)
+	}
+	s.SetGradEnabled(true)
+	x := s.Randn(g, cuda.Float64, cuda.CPU, k, b, 2, image, image)
+	mk := cuda.FromSlice(s, cuda.CPU, mask, k, b)
+	y := stacked.Forward(s, x, &Pass{Train: true, Mask: mk})
+	r := s.Mul(s.Randn(g, cuda.Float64, cuda.CPU, y.Shape()...), s.Reshape(s.To(mk, cuda.Float64), k, b, 1))
+	grads := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(y, r), false)}, nil, Tensors(stacked.Params().Trainable()), cuda.GradOptions{})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	kept := 0 // running variances the kernel leaves NaN
+	for c := int64(0); c < k; c++ {
+		name := "client " + string(rune('0'+c))
+		if real[c] == nil {
+			finite(t, name+" logits", values(t, s, s.Narrow(y, 0, c, 1)))
+			for i, p := range stacked.Params().Trainable() {
+				near(t, name+" gradient of "+p.Name, values(t, s, s.Narrow(grads[i], 0, c, 1)), make([]float64, p.Numel()))
+			}
+			for i, p := range stacked.Params().List {
+				if p.Role == RoleNormStats {
+					near(t, name+" "+p.Name, values(t, s, s.Narrow(p.T, 0, c, 1)), values(t, s, s.Narrow(before[i], 0, c, 1)))
+				}
+			}
+			continue
+		}
+		single, err := build(1, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetGradEnabled(false)
+		for i, p := range single.Params().List {
+			s.CopyFrom(p.T, s.Narrow(before[i], 0, c, 1))
+		}
+		s.SetGradEnabled(true)
+		idx := cuda.FromSlice(s, cuda.CPU, real[c], int64(len(real[c])))
+		pick := func(t *cuda.Tensor) *cuda.Tensor { return s.IndexSelect(s.Narrow(t, 0, c, 1), 1, idx) }
+		yc := single.Forward(s, pick(x), &Pass{Train: true}) // no mask: the batch_norm kernel
+		gc := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(yc, pick(r)), false)}, nil, Tensors(single.Params().Trainable()), cuda.GradOptions{})
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, name+" logits", values(t, s, yc), values(t, s, pick(y)))
+		for i, p := range single.Params().Trainable() {
+			near(t, name+" gradient of "+p.Name, values(t, s, gc[i]), values(t, s, s.Narrow(grads[i], 0, c, 1)))
+		}
+		for i, p := range single.Params().List {
+			if p.Role != RoleNormStats {
+				continue
+			}
+			want, got := values(t, s, p.T), values(t, s, s.Narrow(stacked.Params().List[i].T, 0, c, 1))
+			if math.IsNaN(want[0]) { // the kernel's 0/0: the value must stay
+				if !strings.HasSuffix(p.Name, "running_var") {
+					t.Fatalf("%s %s: the kernel gives NaN", name, p.Name)
+				}
+				want = values(t, s, s.Narrow(before[i], 0, c, 1))
+				kept++
+			}
+			near(t, name+" "+p.Name, want, got)
+		}
+		single.Close()
+	}
+	if kept != wantKept {
+		t.Fatalf("%d running variances with one value per channel, want %d", kept, wantKept)
+	}
+}
+
+// finite fails unless every value is finite.
+func finite(t *testing.T, what string, v []float64) {
+	t.Helper()
+	for i, f := range v {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			t.Fatalf("%s[%d] = %v", what, i, f)
+		}
 	}
 }
