@@ -15,11 +15,13 @@ if [ "${1:-}" = --install ] && ! command -v "${NVCC:-nvcc}" >/dev/null 2>&1; the
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  if ! grep -rqs 'non-free' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  $sudo apt-get update -q
+  # the package is in non-free and some of its dependencies in contrib
+  if ! apt-cache policy nvidia-cuda-toolkit | grep -q 'Candidate: [0-9]'; then
     printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s %s-updates\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
       "$codename" "$codename" | $sudo tee /etc/apt/sources.list.d/pfl-contrib-nonfree.sources >/dev/null
+    $sudo apt-get update -q
   fi
-  $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends nvidia-cuda-toolkit
 fi
 nvcc=${NVCC:-nvcc}
