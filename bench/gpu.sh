@@ -5,18 +5,33 @@
 #   bash bench/gpu.sh prepare        where Go is (not necessarily the GPU machine): builds
 #                                    the Go test and benchmark binaries and bin/pfl into
 #                                    bin/gpu/ (they do not link libtorch, so they run on any
-#                                    x86-64 Linux)
+#                                    x86-64 Linux with glibc 2.34 or newer when built on
+#                                    Debian bookworm)
 #   bash bench/gpu.sh run [stage...] on the GPU machine (python3 with a CUDA torch, nvcc,
 #                                    cmake; no Go and no network needed), the stages in
 #                                    order (default: all of them):
 #       build      build-cuda/libpfltorch.so against that torch (skipped when up to date)
 #       tests      the CUDA tests: cuda package (graphs, reseeded generators, bf16), the
-#                  round loop (captured steps equal eager ones, no growth), the smoke run
+#                  custom kernels of kernels/ (CUDA equals the CPU reference bit for bit and
+#                  the libtorch path within the tests' bounds), the round loop (captured
+#                  steps equal eager ones, no growth), the smoke run
 #       kernels    go test -bench in bench/ (models at K=1 and K=8, kernels, matmul peak)
+#                  and in kernels/ (each custom kernel beside its libtorch path)
 #       workloads  pfl bench at full size, every workload in each of PFL_BENCH_PRECISIONS
 #                  (default "bf16 fp32"), then the first workload eager, for the graphs' gain
 #       scaling    the first workload at K = 1 and K = 8 clients per round (the stacking gain)
 #   bash bench/gpu.sh                both, on a GPU machine that has Go
+#   bash bench/gpu.sh --preflight-only
+#                                    only the checks `run` starts with (also `preflight`)
+#
+# Preflight (the start of every `run`): torch must be a CUDA build; nvcc (CUDACXX, else
+# PATH, $CUDA_HOME/bin, /usr/local/cuda/bin) must be the CUDA major.minor that torch was
+# built with (torch.version.cuda); CMake must be new enough for that CUDA (3.18; for CUDA
+# 13 3.31.8, or 4.0.3 in the 4.0 series: from those on FindCUDAToolkit reads the include
+# folders nvcc reports as SYSTEM_INCLUDES, where CUDA 13 puts its relocated CCCL headers,
+# include/cccl); a C++ compiler must be there; glibc must be 2.34 or newer (the binaries of
+# `prepare`, built on Debian bookworm, need GLIBC_2.34). The build then gets that nvcc and
+# its toolkit as CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT. PFL_PYTHON picks the python.
 #
 # On a GPU machine without Go: run `prepare` where Go is, copy the whole tree (with bin/gpu/)
 # to the GPU machine, and run `bash bench/gpu.sh run` there.
@@ -46,6 +61,102 @@ p0=${precisions%% *}
 # dest is where gpu-logs.tgz goes (see the header).
 dest=${PFL_GPU_OUT:-${OUT:-bench/gpu-out}}
 
+# ver_ge A B: version A >= version B (dotted numbers; missing parts count as 0).
+ver_ge() {
+  local -a a b
+  local i
+  IFS=. read -ra a <<<"$1"
+  IFS=. read -ra b <<<"$2"
+  for ((i = 0; i < ${#a[@]} || i < ${#b[@]}; i++)); do
+    ((10#${a[i]:-0} > 10#${b[i]:-0})) && return 0
+    ((10#${a[i]:-0} < 10#${b[i]:-0})) && return 1
+  done
+  return 0
+}
+
+# preflight checks what the CUDA build and the carried binaries need (see the header) and
+# sets nvcc and cuda_root for the build stage; it prints every finding and fails with all
+# the problems it found.
+nvcc="" cuda_root=""
+preflight() {
+  local py=${PFL_PYTHON:-python3} problems=() info="" want="" got="" cm="" cxx="" glibc="" k v c p
+  local -A torch=([version]="?" [cuda]="?" [include]="" [lib]="" [prefix]="")
+  echo "== preflight =="
+  if ! info=$("$py" -c 'import os, torch, torch.utils
+d = os.path.dirname(torch.__file__)
+print("version", torch.__version__)
+print("cuda", torch.version.cuda or "none")
+print("prefix", torch.utils.cmake_prefix_path)
+print("include", os.path.join(d, "include"))
+print("lib", os.path.join(d, "lib"))' 2>&1); then
+    problems+=("'$py -c \"import torch\"' failed (set PFL_PYTHON to a python with a CUDA torch): $(tail -1 <<<"$info")")
+  else
+    while read -r k v; do torch[$k]=$v; done <<<"$info"
+  fi
+  echo "torch:    ${torch[version]}, built with CUDA ${torch[cuda]} ($py)"
+  echo "          include ${torch[include]}"
+  echo "          lib     ${torch[lib]}"
+  echo "          cmake   ${torch[prefix]}"
+  [[ "${torch[cuda]}" =~ ^([0-9]+\.[0-9]+) ]] && want=${BASH_REMATCH[1]}
+  [ "${torch[cuda]}" = none ] && problems+=("torch ${torch[version]} is a CPU build (torch.version.cuda is None): install a CUDA torch")
+
+  nvcc=${CUDACXX:-}
+  if [ -z "$nvcc" ]; then
+    for c in "$(command -v nvcc || true)" "${CUDA_HOME:+$CUDA_HOME/bin/nvcc}" /usr/local/cuda/bin/nvcc; do
+      [ -n "$c" ] && [ -x "$c" ] && { nvcc=$c; break; }
+    done
+  fi
+  if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
+    problems+=("no nvcc (${CUDACXX:+CUDACXX=$CUDACXX is not executable; }looked on PATH, in \$CUDA_HOME/bin and /usr/local/cuda/bin): install the CUDA $want toolkit or set CUDACXX")
+    nvcc=""
+  else
+    [[ "$("$nvcc" --version 2>/dev/null || true)" =~ release\ ([0-9]+\.[0-9]+) ]] && got=${BASH_REMATCH[1]}
+    cuda_root=$(readlink -f "$nvcc")
+    cuda_root=${cuda_root%/*/*}
+    echo "nvcc:     $nvcc, CUDA ${got:-?} (toolkit $cuda_root)"
+    if [ -z "$got" ]; then
+      problems+=("could not read the CUDA version from '$nvcc --version'")
+    elif [ -n "$want" ] && [ "$got" != "$want" ]; then
+      problems+=("nvcc $nvcc is CUDA $got but torch ${torch[version]} was built with CUDA ${torch[cuda]}: their major.minor must agree (put the CUDA $want toolkit first on PATH or set CUDACXX to its nvcc, or install a torch built for CUDA $got)")
+    fi
+  fi
+
+  [[ "$(cmake --version 2>/dev/null || true)" =~ ^cmake\ version\ ([0-9][0-9.]*[0-9]) ]] && cm=${BASH_REMATCH[1]}
+  echo "cmake:    ${cm:-missing}"
+  local cuda_major=${want%%.*}
+  [ -n "$got" ] && cuda_major=${got%%.*}
+  if [ -z "$cm" ]; then
+    problems+=("no cmake on PATH")
+  elif ! ver_ge "$cm" 3.18; then
+    problems+=("cmake $cm is older than 3.18, which CMakeLists.txt needs")
+  elif [[ "$cuda_major" =~ ^[0-9]+$ ]] && [ "$cuda_major" -ge 13 ] &&
+    { ! ver_ge "$cm" 3.31.8 || { ver_ge "$cm" 4.0 && ! ver_ge "$cm" 4.0.3; }; }; then
+    problems+=("cmake $cm is too old for CUDA $cuda_major: CUDA 13 needs CMake 3.31.8 or newer (in the 4.0 series 4.0.3): only those read the include folders nvcc reports as SYSTEM_INCLUDES, where CUDA 13 moved its CCCL headers (include/cccl), so older ones miss headers torch's CUDA headers include (pip install cmake gives a current one)")
+  fi
+
+  cxx=${CXX:-c++}
+  if command -v "$cxx" >/dev/null 2>&1; then
+    v=$("$cxx" --version 2>/dev/null || true)
+    echo "c++:      $cxx: ${v%%$'\n'*}"
+  else
+    problems+=("no C++ compiler ($cxx): install g++ or set CXX")
+  fi
+
+  v=$(ldd --version 2>/dev/null || true)
+  v=${v%%$'\n'*}
+  [[ "$v" =~ ([0-9]+\.[0-9]+)$ ]] && glibc=${BASH_REMATCH[1]}
+  echo "glibc:    ${glibc:-?}"
+  if [ -z "$glibc" ] || ! ver_ge "$glibc" 2.34; then
+    problems+=("glibc ${glibc:-unknown} is older than 2.34: the binaries that 'prepare' builds on Debian bookworm need GLIBC_2.34; build them with Go on this machine (bash bench/gpu.sh prepare) instead")
+  fi
+
+  if [ ${#problems[@]} -gt 0 ]; then
+    for p in "${problems[@]}"; do echo "gpu.sh: preflight: $p" >&2; done
+    return 1
+  fi
+  echo "preflight passed: cmake gets -DCMAKE_CUDA_COMPILER=$nvcc -DCUDAToolkit_ROOT=$cuda_root"
+}
+
 pack() {
   mkdir -p "$dest" && tar czf "$dest/gpu-logs.tgz" --exclude=gpu-logs.tgz -C "$(dirname "$out")" "$(basename "$out")" &&
     echo "gpu.sh: logs packed into $dest/gpu-logs.tgz" || true
@@ -57,9 +168,10 @@ prepare() {
   go test -c -ldflags="-s -w" -o bin/gpu/cuda.test ./cuda
   go test -c -ldflags="-s -w" -o bin/gpu/fl.test ./engine/fl
   go test -c -ldflags="-s -w" -o bin/gpu/smoke.test ./engine/smoke
+  go test -c -ldflags="-s -w" -o bin/gpu/kernels.test ./kernels
   go test -c -ldflags="-s -w" -o bin/gpu/bench.test ./bench
   go build -ldflags="-s -w" -o bin/gpu/pfl ./cmd/pfl
-  echo "gpu.sh: built bin/gpu/{cuda.test,fl.test,smoke.test,bench.test,pfl}"
+  echo "gpu.sh: built bin/gpu/{cuda.test,fl.test,smoke.test,kernels.test,bench.test,pfl}"
 }
 
 stage_build() {
@@ -67,7 +179,8 @@ stage_build() {
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' | tee -a "$out/device.txt"
   local gen=()
   command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-  cmake -S . -B build-cuda "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DPFL_TORCH_FROM_PYTHON=ON >"$out/cmake.log" 2>&1 ||
+  cmake -S . -B build-cuda "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DPFL_TORCH_FROM_PYTHON=ON \
+    -DPFL_PYTHON="$(command -v "${PFL_PYTHON:-python3}")" -DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_root" >"$out/cmake.log" 2>&1 ||
     { tail -40 "$out/cmake.log"; pack; exit 1; }
   cmake --build build-cuda -j"$(nproc)" >>"$out/cmake.log" 2>&1 || { grep -E 'error|Error' "$out/cmake.log" | head -40; pack; exit 1; }
   echo "gpu.sh: built build-cuda/libpfltorch.so"
@@ -76,12 +189,13 @@ stage_build() {
 stage_tests() {
   bin/gpu/pfl doctor | tee "$out/doctor.txt" || status=1
   bin/gpu/cuda.test -test.v -test.count=1 >"$out/cuda-tests.log" 2>&1 || status=1
+  bin/gpu/kernels.test -test.v -test.count=1 >>"$out/cuda-tests.log" 2>&1 || status=1
   bin/gpu/fl.test -test.v -test.count=1 -test.run 'CUDA' >>"$out/cuda-tests.log" 2>&1 || status=1
   bin/gpu/smoke.test -test.v -test.count=1 >"$out/smoke-tests.log" 2>&1 || status=1
   bin/gpu/pfl smoke -device cuda | tee "$out/smoke-cuda.txt" || status=1
   echo
   echo "== CUDA tests =="
-  grep -E '^(--- |ok|FAIL|PASS)' "$out/cuda-tests.log" | grep -E 'CUDA|Autocast|Reseed|FAIL|^ok|^PASS' || true
+  grep -E '^(--- |ok|FAIL|PASS)' "$out/cuda-tests.log" | grep -E 'CUDA|Autocast|Reseed|ImageBatch|WeightedSum|FAIL|^ok|^PASS' || true
   grep -B2 -A12 -- '--- FAIL' "$out/cuda-tests.log" | head -60 || true
   echo "passed: $(grep -c -- '--- PASS' "$out/cuda-tests.log")  failed: $(grep -c -- '--- FAIL' "$out/cuda-tests.log")  skipped: $(grep -c -- '--- SKIP' "$out/cuda-tests.log")"
 }
@@ -90,6 +204,7 @@ stage_kernels() {
   # BenchmarkWorkloads measures what `pfl bench` runs: skipped here to spend the device
   # time once
   bin/gpu/bench.test -test.run '^$' -test.bench . -test.skip Workloads -test.benchtime 2s >"$out/bench.log" 2>&1 || status=1
+  bin/gpu/kernels.test -test.run '^$' -test.bench . -test.benchtime 2s >>"$out/bench.log" 2>&1 || status=1
   echo
   echo "== benchmarks =="
   grep -E '^Benchmark' "$out/bench.log" || tail -20 "$out/bench.log"
@@ -126,9 +241,17 @@ stage_scaling() {
 run() {
   local stages=("$@")
   [ ${#stages[@]} -eq 0 ] && stages=(build tests kernels workloads scaling)
-  for b in cuda.test fl.test smoke.test bench.test pfl; do
+  for b in cuda.test fl.test smoke.test kernels.test bench.test pfl; do
     [ -x "bin/gpu/$b" ] || { echo "gpu.sh: bin/gpu/$b missing: run 'bash bench/gpu.sh prepare' where Go is, and carry bin/gpu" >&2; exit 1; }
   done
+  # (not through a pipe: preflight sets nvcc and cuda_root for the build stage)
+  if preflight >"$out/preflight.txt" 2>&1; then
+    cat "$out/preflight.txt"
+  else
+    cat "$out/preflight.txt" >&2
+    pack
+    exit 1
+  fi
   export PFL_NATIVE_LIB="$PWD/build-cuda/libpfltorch.so"
   export PFL_BENCH_DEVICE=cuda
   for s in "${stages[@]}"; do
@@ -145,5 +268,6 @@ case "$mode" in
   prepare) prepare ;;
   run) run "$@" ;;
   all) prepare && run ;;
-  *) echo "usage: bash bench/gpu.sh prepare | run [build|tests|kernels|workloads|scaling]..." >&2; exit 2 ;;
+  preflight | --preflight-only) preflight ;;
+  *) echo "usage: bash bench/gpu.sh prepare | run [build|tests|kernels|workloads|scaling]... | --preflight-only" >&2; exit 2 ;;
 esac

@@ -541,4 +541,6 @@ const (
 	opForeachLerp        int32 = C.PFL_OP_FOREACH_LERP_
 	opIndexCopy          int32 = C.PFL_OP_INDEX_COPY_
 	opForeachWeightedSum int32 = C.PFL_OP_FOREACH_WEIGHTED_SUM_
+	opKernelImageBatch   int32 = C.PFL_OP_KERNEL_IMAGE_BATCH
+	opKernelWeightedSum  int32 = C.PFL_OP_KERNEL_WEIGHTED_SUM_
 )

@@ -3,6 +3,7 @@
 # and run each benchmark a few times so that benchmarks cannot rot (their numbers come from
 # `go test -bench` runs and bench/gpu.sh, recorded in bench/RESULTS.md). build.sh installs
 # Fashion-MNIST, so here a test that needs it fails rather than skips when it is missing.
+# bench/gpu.sh's preflight and the Dockerfile's CUDA pins are tested with fake tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -13,6 +14,7 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1
 fi
+bash scripts/gpu-preflight-test.sh
 export PFL_REQUIRE_TEST_DATA=1
 go test -count=1 ./...
 bash scripts/fuzz.sh

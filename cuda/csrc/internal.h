@@ -84,6 +84,11 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
                                const int64_t *ints, int32_t n_ints, const double *dbls,
                                int32_t n_dbls, c10::optional<at::Generator> gen);
 
+// The custom kernels' glue (kernels.cpp), behind PFL_OP_KERNEL_*.
+std::vector<at::Tensor> kernel_image_batch(const std::vector<at::Tensor> &in, const int64_t *ints,
+                                           int32_t n_ints);
+void kernel_weighted_sum(const std::vector<at::Tensor> &in);
+
 // CUDA pieces (cuda.cpp); stubs throw NoCudaError in CPU builds.
 void *stream_guard_new(pfl_stream s);
 void stream_guard_free(void *g);

@@ -432,6 +432,11 @@ std::vector<at::Tensor> run_op(int32_t op, const std::vector<at::Tensor> &in,
       }
       return {};
     }
+    case PFL_OP_KERNEL_IMAGE_BATCH:
+      return kernel_image_batch(a.in, a.ints, a.n_ints);
+    case PFL_OP_KERNEL_WEIGHTED_SUM_:
+      kernel_weighted_sum(a.in);
+      return {};
     case PFL_OP_INDEX_COPY_: {
       a.name = "index_copy_"; a.need(3, 3, 1, 0);
       at::NoGradGuard ng;

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 4
+#define PFL_ABI_MINOR 5
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -233,6 +233,10 @@ enum pfl_op {
 
   /* added in ABI 1.3 */
   PFL_OP_FOREACH_WEIGHTED_SUM_ = 111, /* [dsts..., srcs..., w[K]] -> 0: dst_i = sum_k w_k src_i[k], no autograd */
+
+  /* added in ABI 1.5: the custom kernels of kernels/ (below) */
+  PFL_OP_KERNEL_IMAGE_BATCH = 112,   /* [images, index, dy?, dx?, flip?, mean, std] / [pad, channels] -> 1 */
+  PFL_OP_KERNEL_WEIGHTED_SUM_ = 113, /* [dsts..., srcs..., w[K]] -> 0, no autograd */
 };
 
 /*
@@ -248,6 +252,22 @@ enum pfl_op {
  * 1/sqrt(E). On torch >= 2.0 with dropout_p == 0 it calls at::scaled_dot_product_attention;
  * otherwise (or with dropout, which needs the explicit generator) it computes
  * softmax(q k^T * scale + mask) v exactly.
+ *
+ * The PFL_OP_KERNEL_* codes run pfl's own kernels (kernels/csrc/kernels.h states each one's
+ * arithmetic): on CPU tensors their C++ reference, on CUDA tensors their CUDA version, which
+ * computes the same operations in the same order. A library built without the CUDA
+ * versions answers PFL_ERR_NOT_IMPLEMENTED for CUDA tensors. No autograd.
+ *
+ * PFL_OP_KERNEL_IMAGE_BATCH builds a client-stacked batch [K, B, C, H, W] float32 from uint8
+ * images [N, C0, H, W] (C0 = C, or 1 for a grey set served as C channels): row (k, b) is
+ * image index[k, b], scaled to [0, 1], cropped at (dy, dx) from the image zero-padded by pad
+ * and mirrored where flip is set, then normalized by mean and std ([C] or [1], float32).
+ * dy, dx (int64 [K, B]) and flip (bool [K, B]) may be NULL (no crop, no flip). A CPU index
+ * out of range is PFL_ERR_INDEX; on CUDA it makes that row NaN.
+ *
+ * PFL_OP_KERNEL_WEIGHTED_SUM_ does what PFL_OP_FOREACH_WEIGHTED_SUM_ does, in one kernel
+ * launch on CUDA and with a fixed summation order: acc = fma(w_k, src[k], acc) for
+ * k = 0..K-1 from acc = 0. All tensors float32, or all float64, on one device.
  */
 
 /* pfl_api is the vtable returned by pfl_get_api. Append-only within a major version. */

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Syntax-checks pfl's native sources (api.cpp, ops.cpp, cuda.cpp) against prepared libtorch
-# 2.x header trees, with and without -DPFL_WITH_CUDA=1, without a GPU.
+# Syntax-checks pfl's native sources (api.cpp, ops.cpp, cuda.cpp, kernels.cpp) against
+# prepared libtorch 2.x header trees, with and without -DPFL_WITH_CUDA=1 (the CUDA configs
+# also with -DPFL_WITH_CUDA_KERNELS=1), without a GPU. kernels/csrc/*.cu need no torch
+# header: scripts/kernels-nvcc-check.sh compiles them with nvcc.
 #   usage: check.sh [CSRC_DIR]          (default: this checkout's cuda/csrc)
 #   env:   CONFIGS="t214-cuda t214-cpu ..." to run a subset; VERBOSE=1 for full compiler output
 # Prepared trees (see setup.sh, under $PFL_HEADERS_DIR): deb214 (Debian sid libtorch-dev 2.14.1),
@@ -33,16 +35,16 @@ for cfg in $CONFIGS; do
   # What a CMake build against these libtorch packages passes (TORCH_CXX_FLAGS and the
   # torch targets' INTERFACE_COMPILE_DEFINITIONS).
   DEF=(-D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_DISTRIBUTED -DUSE_C10D_GLOO -DUSE_RPC)
-  [[ $cfg == *-cuda ]] && DEF+=(-DPFL_WITH_CUDA=1 -DUSE_C10D_NCCL)
-  INC=(-I"$CSRC" -isystem $P/overlay -isystem "$T" -isystem "$T/torch/csrc/api/include" -isystem "$CU")
-  for f in api ops cuda; do
+  [[ $cfg == *-cuda ]] && DEF+=(-DPFL_WITH_CUDA=1 -DPFL_WITH_CUDA_KERNELS=1 -DUSE_C10D_NCCL)
+  INC=(-I"$CSRC" -I"$CSRC/../../kernels/csrc" -isystem $P/overlay -isystem "$T" -isystem "$T/torch/csrc/api/include" -isystem "$CU")
+  for f in api ops cuda kernels; do
     out=$(g++ $STD -nostdinc -fsyntax-only -Wall -Wno-unused-parameter ${WDEP:--Wno-deprecated-declarations} \
           "${DEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>&1); rc=$?
     # Where did the torch / CUDA headers come from? Nothing may come from /usr/include directly.
     leaks=$(g++ $STD -nostdinc -M "${DEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>/dev/null |
             tr ' \\' '\n\n' | grep -E "^/usr/include/($BAD)" | head -3)
     nerr=$(grep -c ' error: ' <<<"$out")
-    printf '%-10s %-9s rc=%d errors=%d\n' "$cfg" "$f.cpp" $rc "$nerr"
+    printf '%-10s %-11s rc=%d errors=%d\n' "$cfg" "$f.cpp" $rc "$nerr"
     [ -n "$leaks" ] && { echo "  LEAK: header from the wrong tree:"; echo "$leaks" | sed 's/^/    /'; fail=1; }
     if [ $rc -ne 0 ] || [ -n "${VERBOSE:-}" ]; then
       fail=1

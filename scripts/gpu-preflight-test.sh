@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Tests bench/gpu.sh's preflight without a GPU, torch or CUDA: fake nvcc, python3, cmake,
+# c++ and ldd on PATH print chosen versions, and each case checks the exit status and the
+# message. Then checks that the Dockerfile's CUDA base image and torch wheel agree.
+# Takes about a second; scripts/test.sh runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/bin"
+fake() { # name, body (a sh script; the FAKE_* variables choose what it prints)
+  printf '#!/bin/sh\n%s\n' "$2" >"$tmp/bin/$1"
+  chmod +x "$tmp/bin/$1"
+}
+fake nvcc 'echo "nvcc: NVIDIA (R) Cuda compiler driver"
+echo "Cuda compilation tools, release $FAKE_NVCC, V$FAKE_NVCC.99"'
+fake python3 'cat <<EOF
+version 2.6.0+fake
+cuda $FAKE_TORCH_CUDA
+prefix /fake/torch/share/cmake
+include /fake/torch/include
+lib /fake/torch/lib
+EOF'
+fake cmake 'echo "cmake version $FAKE_CMAKE"'
+fake c++ 'echo "c++ (fake) 12.2.0"'
+fake ldd 'echo "ldd (fake GLIBC) $FAKE_GLIBC"'
+
+fails=0
+# check NAME WANT_RC PATTERN VAR=VALUE...: runs the preflight with the fakes and the
+# variables, and wants its exit status to be 0 (WANT_RC 0) or not (1), and PATTERN in
+# its output.
+check() {
+  local name=$1 want=$2 pattern=$3 out rc=0
+  shift 3
+  out=$(env -u CUDACXX -u CUDA_HOME -u PFL_PYTHON -u CXX PATH="$tmp/bin:$PATH" \
+    FAKE_NVCC=12.4 FAKE_TORCH_CUDA=12.4 FAKE_CMAKE=3.22.1 FAKE_GLIBC=2.35 "$@" \
+    bash bench/gpu.sh --preflight-only 2>&1) || rc=$?
+  if { [ "$want" = 0 ] && [ $rc -ne 0 ]; } || { [ "$want" = 1 ] && [ $rc -eq 0 ]; } || ! grep -qF -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: exit $rc, want $([ "$want" = 0 ] && echo 0 || echo non-zero), output without \"$pattern\":"
+    sed 's/^/    /' <<<"$out"
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+check "versions agree" 0 "preflight passed: cmake gets -DCMAKE_CUDA_COMPILER=$tmp/bin/nvcc -DCUDAToolkit_ROOT=$tmp"
+check "nvcc minor differs" 1 "nvcc $tmp/bin/nvcc is CUDA 12.1 but torch 2.6.0+fake was built with CUDA 12.4" FAKE_NVCC=12.1
+check "nvcc major differs" 1 "is CUDA 13.0 but torch 2.6.0+fake was built with CUDA 12.4" FAKE_NVCC=13.0
+check "patch level ignored" 0 "preflight passed" FAKE_TORCH_CUDA=12.4.1
+check "CPU torch" 1 "is a CPU build" FAKE_TORCH_CUDA=none
+check "CUDACXX not there" 1 "CUDACXX=/nonexistent/nvcc is not executable" CUDACXX=/nonexistent/nvcc
+check "CUDA 13, CMake 3.30" 1 "cmake 3.30.2 is too old for CUDA 13" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=3.30.2
+check "CUDA 13, CMake 3.31.7" 1 "CUDA 13 needs CMake 3.31.8 or newer" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=3.31.7
+check "CUDA 13, CMake 3.31.8" 0 "preflight passed" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=3.31.8
+check "CUDA 13, CMake 4.0.2" 1 "(in the 4.0 series 4.0.3)" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=4.0.2
+check "CUDA 13, CMake 4.0.3" 0 "preflight passed" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=4.0.3
+check "CUDA 13, CMake 4.1.0" 0 "preflight passed" FAKE_NVCC=13.0 FAKE_TORCH_CUDA=13.0 FAKE_CMAKE=4.1.0
+check "CUDA 12, CMake 3.17" 1 "older than 3.18" FAKE_CMAKE=3.17.5
+check "glibc 2.31" 1 "glibc 2.31 is older than 2.34" FAKE_GLIBC=2.31
+check "glibc 2.34" 0 "glibc:    2.34" FAKE_GLIBC=2.34
+check "no C++ compiler" 1 "no C++ compiler (/nonexistent/g++)" CXX=/nonexistent/g++
+check "every problem named" 1 "glibc 2.31 is older" FAKE_NVCC=12.1 FAKE_GLIBC=2.31
+
+# The Dockerfile: the CUDA major.minor of the base image tag equals the torch wheel's
+# cuXYZ, and the wheel comes from the index of that cuXYZ.
+base=$(sed -n 's/^FROM nvidia\/cuda:\([0-9]*\)\.\([0-9]*\)\.[0-9]*-.*/\1\2/p' Dockerfile | head -1)
+wheel=$(sed -n 's/^ARG TORCH_CUDA=cu\([0-9]*\)$/\1/p' Dockerfile | head -1)
+if [ -z "$base" ] || [ "$base" != "$wheel" ] || ! grep -q 'download.pytorch.org/whl/${TORCH_CUDA}' Dockerfile ||
+  ! grep -q 'torch==${TORCH_VERSION}+${TORCH_CUDA}' Dockerfile; then
+  echo "FAIL Dockerfile: base image CUDA '$base' and torch wheel cu'$wheel' disagree, or the wheel is not pinned to them"
+  fails=$((fails + 1))
+else
+  echo "ok   Dockerfile: CUDA image and torch wheel are both cu$wheel"
+fi
+
+[ $fails -eq 0 ] || { echo "gpu-preflight-test: $fails failed" >&2; exit 1; }
+echo "gpu-preflight-test: all passed"
