@@ -103,14 +103,17 @@ func (c Config) heads(targets []Target) []head {
 	return out
 }
 
-// headParams is the number of parameters of the targets' heads under c's rank.
-func (c Config) headParams(targets []Target) int64 {
-	var n int64
+// headParams is the number of parameters of the targets' heads under c's rank, counted
+// in float64 so that absurd sizes cannot overflow.
+func (c Config) headParams(targets []Target) float64 {
+	var n float64
+	hidden := float64(c.Hidden)
 	for i, h := range c.heads(targets) {
 		if h.r == 0 {
-			n += (c.Hidden + 1) * numel(targets[i].Shape)
+			n += (hidden + 1) * float64(numel(targets[i].Shape))
 		} else {
-			n += (c.Hidden+1)*(h.out*h.r+h.r*h.in) + h.out*h.in
+			out, in, r := float64(h.out), float64(h.in), float64(h.r)
+			n += (hidden+1)*(out*r+r*in) + out*in
 		}
 	}
 	return n
@@ -118,14 +121,14 @@ func (c Config) headParams(targets []Target) int64 {
 
 // ParamCount is the number of parameters New would allocate for cfg and targets
 // (embeddings, trunk and heads), without allocating them; the optimizer holds as many
-// again in momentum buffers.
-func ParamCount(cfg Config, targets []Target) int64 {
+// again in momentum buffers. It counts in float64, so that absurd sizes (a memory check's
+// input) cannot overflow.
+func ParamCount(cfg Config, targets []Target) float64 {
 	c := cfg.resolved(targets)
-	n := int64(c.Clients)*c.Embed + c.headParams(targets)
-	in := c.Embed
-	for l := 0; l < c.Layers; l++ {
-		n += (in + 1) * c.Hidden
-		in = c.Hidden
+	hidden := float64(c.Hidden)
+	n := float64(c.Clients)*float64(c.Embed) + c.headParams(targets) + (float64(c.Embed)+1)*hidden
+	if c.Layers > 1 {
+		n += float64(c.Layers-1) * (hidden + 1) * hidden
 	}
 	return n
 }

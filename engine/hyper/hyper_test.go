@@ -335,8 +335,8 @@ func TestParamCountAndAutoRank(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ParamCount(cfg, targets); got != n.Count() {
-			t.Errorf("rank %d: ParamCount %d, allocated %d", rank, got, n.Count())
+		if got := ParamCount(cfg, targets); got != float64(n.Count()) {
+			t.Errorf("rank %d: ParamCount %g, allocated %d", rank, got, n.Count())
 		}
 		// by hand: embeddings 3·4, trunk 4→6→6 with biases, then the heads
 		heads := map[int64]int64{
@@ -356,7 +356,7 @@ func TestParamCountAndAutoRank(t *testing.T) {
 	cfg := Config{Clients: 1, Hidden: 1<<20 - 1, Rank: RankAuto} // full head: 2^20 per output
 	at := []Target{{"w", []int64{16, 16}}}
 	if c := cfg.resolved(at); c.Rank != 0 {
-		t.Errorf("%d full-head parameters: rank %d, want full heads", c.headParams(at), c.Rank)
+		t.Errorf("%g full-head parameters: rank %d, want full heads", c.headParams(at), c.Rank)
 	}
 	at = []Target{{"w", []int64{16, 16}}, {"b", []int64{1}}}
 	if c := cfg.resolved(at); c.Rank != AutoRank {
