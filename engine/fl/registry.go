@@ -14,9 +14,12 @@ import (
 type Options struct {
 	Mu           float64      // FedProx's proximal weight
 	PlainSoftmax bool         // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
-	Generate     []model.Role // FedTP: the generated roles
-	Hyper        hyper.Config // FedTP: the hypernetwork and its optimizer
+	Generate     []model.Role // FedTP, TransFed: the generated roles; nil: the algorithm's
+	Hyper        hyper.Config // FedTP, TransFed: the hypernetwork and its optimizer
 	KNN          KNN          // FedTP+KNN: the neighbours' vote
+	// Rank, when set, replaces Hyper.Rank (algorithm.hyper.rank); nil leaves Hyper.Rank,
+	// whose zero means the algorithm's default: fedtp full heads, transfed hyper.RankAuto.
+	Rank *int64
 	// LocalRoles and LocalBlocks replace the parts a partial-personalization algorithm
 	// (partial, fedperfix, prompts, adapters) keeps local; nil keeps its own.
 	LocalRoles  []model.Role
@@ -69,9 +72,17 @@ var registry = []Algorithm{
 		f.KNN = o.KNN
 		return f
 	}},
+	{"transfed", "a server hypernetwork generates each client's focal-modulation projection f (FocalNet)", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
+	{"vanilla-c-t", "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", "TransFed §3.2, Table 2 \"Vanilla-T\"", func(Options) Strategy { return VanillaCustomizedT() }},
 }
 
-func fedTP(o Options) *FedTP { return &FedTP{Roles: o.Generate, Hyper: o.Hyper} }
+func fedTP(o Options) *FedTP {
+	f := &FedTP{Roles: o.Generate, Hyper: o.Hyper}
+	if o.Rank != nil {
+		f.Hyper.Rank = *o.Rank
+	}
+	return f
+}
 
 // Algorithms lists the registry, sorted by name.
 func Algorithms() []Algorithm {
