@@ -243,7 +243,11 @@ func sameRun(id string, cfg Config) error {
 	json.Unmarshal([]byte(now), &cur)
 	var diff []string
 	for k, v := range cur {
-		if w, ok := saved[k]; !ok || !jsonEqual(v, w) {
+		w, ok := saved[k]
+		if !ok && v == nil {
+			continue // a key added since the checkpoint, left unset
+		}
+		if !ok || !jsonEqual(v, w) {
 			diff = append(diff, fmt.Sprintf("%s (checkpoint %s, config %s)", k, short(jsonText(w)), short(jsonText(v))))
 		}
 	}

@@ -155,9 +155,11 @@ type AlgorithmConfig struct {
 	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
 	// paper's) or "ce" (plain cross-entropy); default balanced.
 	GenericLoss string `mapstructure:"generic_loss" json:"generic_loss"`
-	// Generate lists the roles FedTP's hypernetwork generates (the paper's Table V
-	// ablation): role names from `pfl models`, or "encoder" for attn_qkv, attn_out, mlp
-	// and norm; default [attn_qkv].
+	// Generate lists the roles the hypernetwork of fedtp and transfed generates (FedTP's
+	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
+	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
+	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
+	// [focal_f]).
 	Generate []string `mapstructure:"generate" json:"generate"`
 	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
 	// local: roles from `pfl models` and block indices (every parameter of block i, as the
@@ -226,7 +228,8 @@ type KNNConfig struct {
 	Weight float64 `mapstructure:"weight" json:"weight"` // weight of the neighbours' vote against the model's softmax; default 0.6
 }
 
-// HyperConfig is FedTP's hypernetwork and its optimizer (official code's values).
+// HyperConfig is the hypernetwork of FedTP and TransFed and its optimizer (FedTP's official
+// code's values).
 type HyperConfig struct {
 	Embed       int64    `mapstructure:"embed" json:"embed"`               // client-embedding width; default 128 (paper's novel-client study: 32)
 	Hidden      int64    `mapstructure:"hidden" json:"hidden"`             // trunk width; default 150
@@ -234,6 +237,12 @@ type HyperConfig struct {
 	LR          *float64 `mapstructure:"lr" json:"lr"`                     // β; default (unset) train.lr (the official code uses --lr for both)
 	Momentum    float64  `mapstructure:"momentum" json:"momentum"`         // default 0.9; 0 for none
 	WeightDecay float64  `mapstructure:"weight_decay" json:"weight_decay"` // default 1e-3; 0 for none
+	// Rank is the rank of low-rank heads: each generated matrix W [out, in] is W0 + U V
+	// with U [out, r], V [r, in] from two heads and W0 a learned shared base (engine/hyper);
+	// 0 is one full head per generated parameter, as FedTP. Unset: the algorithm's own
+	// (fedtp 0; transfed 0 while the full heads hold at most 2^28 parameters, else 32:
+	// full heads on focalnet-cifar, rank 32 on FocalNet-T).
+	Rank *int64 `mapstructure:"rank" json:"rank"`
 }
 
 // TrainConfig is the round loop.
@@ -285,7 +294,7 @@ func DefaultConfig() Config {
 		Data: DataConfig{Dataset: "fashion-mnist", Clients: 50, Partition: "dirichlet", Convention: "fedtp",
 			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "auto", SeqLen: 80},
 		Model: ModelConfig{Preset: "convnet"},
-		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Generate: []string{"attn_qkv"},
+		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
@@ -359,7 +368,7 @@ func (c AlgorithmConfig) options() fl.Options {
 	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, LocalBlocks: c.LocalBlocks,
+		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
 		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
@@ -408,12 +417,21 @@ func noneIfZero(v float64) float64 {
 	return v
 }
 
-// generatedRoles reads algorithm.generate.
+// focalRoles are what algorithm.generate's "focal" stands for: a focal-modulation layer.
+var focalRoles = []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
+
+// generatedRoles reads algorithm.generate (nil when unset: the algorithm's own).
 func generatedRoles(names []string) ([]model.Role, error) {
 	var out []model.Role
 	for _, n := range names {
-		if n == "encoder" {
-			out = append(out, model.RoleAttnQKV, model.RoleAttnOut, model.RoleMLP, model.RoleNorm)
+		switch n {
+		case "focal":
+			out = append(out, focalRoles...)
+			continue
+		case "encoder":
+			out = append(out, model.RoleAttnQKV, model.RoleAttnOut)
+			out = append(out, focalRoles...)
+			out = append(out, model.RoleMLP, model.RoleNorm)
 			continue
 		}
 		r, ok := model.ParseRole(n)
@@ -422,7 +440,7 @@ func generatedRoles(names []string) ([]model.Role, error) {
 			for _, r := range model.Roles() {
 				valid = append(valid, r.String())
 			}
-			return nil, fmt.Errorf("algorithm.generate: unknown role %q; choose encoder or one of %v", n, valid)
+			return nil, fmt.Errorf("algorithm.generate: unknown role %q; choose focal, encoder or one of %v", n, valid)
 		}
 		out = append(out, r)
 	}

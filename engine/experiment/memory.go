@@ -11,15 +11,17 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/fl"
+	"pfl/engine/model"
 )
 
 // memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
 // before any activation: float32 parameters for the global model, the K-client training
 // model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
-// every client's stored personal parameters, plus (FedTP) the hypernetwork's heads and
-// their momentum, hidden × the generated parameters of one client each. It builds the
-// model with shapes only (nothing is allocated), wrapped as the algorithm wraps it (Ditto:
-// two copies), and counts in float64, so absurd sizes cannot overflow.
+// every client's stored personal parameters, plus (FedTP, TransFed) the hypernetwork's
+// parameters and their momentum (full heads: about hidden × the generated parameters of
+// one client; low-rank heads far fewer). It builds the model with shapes only (nothing is
+// allocated), wrapped as the algorithm wraps it (Ditto: two copies), and counts in
+// float64, so absurd sizes cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	m, err := build(1, nil)
 	if err != nil {
@@ -37,8 +39,7 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		}
 	}
 	defer m.Close()
-	gen, _ := strat.(fl.Generative)
-	var params, generated, personal float64
+	var params, personal float64
 	for _, p := range m.Params().List {
 		n := 1.0
 		for _, d := range p.Shape {
@@ -48,9 +49,12 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		if strat.Personal(p) {
 			personal += n
 		}
-		if gen != nil && gen.Generated(p) {
-			generated += n
-		}
+	}
+	var hyperParams float64
+	if h, ok := strat.(interface {
+		HyperParams(m model.Model, clients int) float64
+	}); ok {
+		hyperParams = h.HyperParams(m, cfg.Data.Clients)
 	}
 	clients := float64(cfg.Data.Clients)
 	k := max(math.Floor(cfg.Train.Participation*clients), 1)
@@ -61,7 +65,7 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	if e, ok := strat.(fl.EveryRound); ok && e.EveryClient() {
 		k = clients
 	}
-	floats := params*(1+3*k+chunk) + personal*clients + 2*float64(cfg.Algorithm.Hyper.Hidden)*generated
+	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
 	return 4 * floats, nil
 }
 
@@ -74,7 +78,7 @@ func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) error {
 	}
 	have, where := availableMemory(dev)
 	if have > 0 && need > float64(have) {
-		return fmt.Errorf("model: the models and optimizer state alone need at least %s, more than the %s free on %s; make the model (model.*), the clients per round (train.participation) or the hypernetwork (algorithm.hyper.hidden) smaller",
+		return fmt.Errorf("model: the models and optimizer state alone need at least %s, more than the %s free on %s; make the model (model.*), the clients per round (train.participation) or the hypernetwork (algorithm.hyper.hidden, algorithm.hyper.rank) smaller",
 			gib(need), gib(float64(have)), where)
 	}
 	return nil

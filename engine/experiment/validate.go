@@ -235,8 +235,8 @@ func (c Config) validateAlgorithm(k *checker) {
 	if _, err := generatedRoles(a.Generate); err != nil {
 		k.fail("algorithm.generate", "%v", err)
 	}
-	if len(a.Generate) == 0 {
-		k.fail("algorithm.generate", "empty; list at least one role (default attn_qkv)")
+	if a.Generate != nil && len(a.Generate) == 0 {
+		k.fail("algorithm.generate", "empty; list at least one role, or leave it unset for the algorithm's own")
 	}
 	h := a.Hyper
 	k.atLeast("algorithm.hyper.embed", h.Embed, 1)
@@ -247,6 +247,9 @@ func (c Config) validateAlgorithm(k *checker) {
 	}
 	k.real("algorithm.hyper.momentum", h.Momentum, 0, 1, "[)")
 	k.real("algorithm.hyper.weight_decay", h.WeightDecay, 0, inf, "[]")
+	if h.Rank != nil {
+		k.atLeast("algorithm.hyper.rank", *h.Rank, 0)
+	}
 	partial := slices.Contains(partialAlgorithms, a.Name)
 	if _, err := localRoles(a.LocalRoles); err != nil {
 		k.fail("algorithm.local_roles", "%v", err)

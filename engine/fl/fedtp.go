@@ -24,7 +24,7 @@ import (
 // personal head and balanced-softmax loss (FedTP+FedRoD); KNN mixes a nearest-neighbour
 // vote into evaluation (FedTP+KNN).
 type FedTP struct {
-	Hyper hyper.Config // the hypernetwork; Clients is set from the run
+	Hyper hyper.Config // the hypernetwork; Clients is set from the run; Rank 0: full heads, as the paper
 	Roles []model.Role // generated roles; default attention Q/K/V
 	Local []model.Role // roles kept by each client (FedTP+FedPer: head)
 	RoD   bool         // FedTP+FedRoD
@@ -91,16 +91,32 @@ func (f *FedTP) rodPart() *FedRoD {
 	return f.rod
 }
 
-// Bind builds the hypernetwork for the run's clients and the model's generated parameters,
-// initialized from the run's ("hyper/init") stream.
-func (f *FedTP) Bind(env Env) error {
-	f.Close()
+// targets are the model's generated parameters, in its order.
+func (f *FedTP) targets(m model.Model) []hyper.Target {
 	var targets []hyper.Target
-	for _, p := range env.Model.Params().List {
+	for _, p := range m.Params().List {
 		if f.Generated(p) {
 			targets = append(targets, hyper.Target{Name: p.Name, Shape: p.Shape})
 		}
 	}
+	return targets
+}
+
+// HyperParams is the number of parameters the hypernetwork would hold (embeddings,
+// trunk and heads; the optimizer's momentum holds as many again) for a run of clients
+// clients on a model shaped as m, without building it (in float64: absurd sizes cannot
+// overflow).
+func (f *FedTP) HyperParams(m model.Model, clients int) float64 {
+	cfg := f.Hyper
+	cfg.Clients = clients
+	return hyper.ParamCount(cfg, f.targets(m))
+}
+
+// Bind builds the hypernetwork for the run's clients and the model's generated parameters,
+// initialized from the run's ("hyper/init") stream.
+func (f *FedTP) Bind(env Env) error {
+	f.Close()
+	targets := f.targets(env.Model)
 	if len(targets) == 0 {
 		return fmt.Errorf("model %s has no parameter of the generated roles %v", env.Model.Name(), f.roles())
 	}

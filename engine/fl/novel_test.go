@@ -43,23 +43,31 @@ func TestFineTuneNovel(t *testing.T) {
 	if len(st.fed.Part.Novel) != 3 {
 		t.Fatalf("novel clients %v, want 3", st.fed.Part.Novel)
 	}
+	lowRank := func() Strategy { return transFed(Options{Hyper: smallHyper(), Rank: rankOf(2)}) }
 	cases := []struct {
 		strat func() Strategy
 		mode  string
 		tuned string
+		build Builder // nil: quietViT
 	}{
-		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneEmbedding, TuneEmbedding},
-		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneHypernetwork, TuneHypernetwork},
-		{func() Strategy { return VanillaAttention() }, "", "personal"},
-		{func() Strategy { return &FedRoD{} }, "", "personal"},
-		{func() Strategy { return FedAvg() }, "", "model"},
+		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneEmbedding, TuneEmbedding, nil},
+		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneHypernetwork, TuneHypernetwork, nil},
+		{func() Strategy { return VanillaAttention() }, "", "personal", nil},
+		{func() Strategy { return &FedRoD{} }, "", "personal", nil},
+		{func() Strategy { return FedAvg() }, "", "model", nil},
+		{lowRank, TuneEmbedding, TuneEmbedding, tinyFocal},
+		{lowRank, TuneHypernetwork, TuneHypernetwork, tinyFocal},
+		{VanillaCustomizedT, "", "personal", tinyFocal},
 	}
 	for _, c := range cases {
+		if c.build == nil {
+			c.build = quietViT
+		}
 		t.Run(c.strat().Name()+"/"+c.tuned, func(t *testing.T) {
 			var curves []NovelCurve
 			for _, chunk := range []int{2, 1} {
 				cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, EvalChunk: chunk, Device: cuda.CPU, DType: cuda.Float64}
-				r := trainedRun(t, st, cfg, c.strat(), quietViT)
+				r := trainedRun(t, st, cfg, c.strat(), c.build)
 				before, err := r.Evaluate()
 				if err != nil {
 					t.Fatal(err)

@@ -8,7 +8,7 @@
 // hook works on the K clients of a stack at once. The lifecycle, in call order:
 //
 // Before a run starts, Shaper.Shape may change the model spec the run builds (FedPerfix:
-// prefix adapters in every block).
+// prefix adapters in every block) or refuse it (TransFed: anything but a FocalNet).
 //
 // When a run starts (New):
 //   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head; Ditto, APFL
@@ -225,9 +225,9 @@ type Stateful interface {
 }
 
 // Shaper is a Strategy that needs a plug-in in the model it trains (FedPerfix: prefix
-// adapters). Shape returns the spec to build from the configured one: it adds the plug-in
-// with the algorithm's defaults when the spec has none, uses a spec that sets it as given,
-// and refuses a model that cannot take it.
+// adapters) or a kind of model (TransFed: a FocalNet). Shape returns the spec to build from
+// the configured one: it adds the plug-in with the algorithm's defaults when the spec has
+// none, uses a spec that sets it as given, and refuses a model that cannot take it.
 type Shaper interface {
 	Strategy
 	Shape(s model.Spec) (model.Spec, error)

@@ -1,9 +1,13 @@
 // Package hyper is FedTP's server-side hypernetwork (Li et al., "FedTP: Federated Learning
-// by Transformer Personalization", §III-B, Algorithm 1): a learnable embedding z_i per
-// client, an MLP trunk, and one linear head per generated parameter, so that h(φ; z_i)
-// gives client i's weights for those parameters. It also implements the server update of
-// Algorithm 1 (line 12): φ ← φ − β Σ_i (m_i/M) (∂W_i/∂φ)ᵀ ΔW_i, computed as one
-// vector-Jacobian product for all of a round's clients.
+// by Transformer Personalization", §III-B, Algorithm 1), which TransFed (Ashraf et al.,
+// WACV 2024, §3.3) reuses for focal modulation: a learnable embedding z_i per client, an
+// MLP trunk, and one linear head per generated parameter, so that h(φ; z_i) gives client
+// i's weights for those parameters. It also implements the server update of Algorithm 1
+// (line 12): φ ← φ − β Σ_i (m_i/M) (∂W_i/∂φ)ᵀ ΔW_i, computed as one vector-Jacobian
+// product for all of a round's clients.
+//
+// Config.Rank > 0 replaces each matrix's head by low-rank heads (pfl's extension for
+// backbones whose full heads would not fit; see Config.Rank).
 package hyper
 
 import (
@@ -25,7 +29,31 @@ type Config struct {
 	LR          float64 // β; default 0.01
 	Momentum    float64 // default 0.9; negative: none
 	WeightDecay float64 // default 1e-3; negative: none
+
+	// Rank chooses the heads of every target with two or more dims, viewed as a matrix
+	// W [out, in] (out = its first dim, in = the product of the rest). 0 (the default, and
+	// FedTP's): one full head, Linear(hidden → out·in). r > 0: low-rank heads, pfl's
+	// extension (TransFed's authors name "low-rank hypernetwork conditioning" without
+	// defining it): two heads give U [out, r'] and V [r', in] from the trunk's output, with
+	// r' = min(r, out, in), and W = W0 + U V, where W0 [out, in] is a learned base shared
+	// by every client. W0 keeps the generated matrix full-rank (U V alone would cap every
+	// client's W at rank r'); it plays the part of a full head's bias and is initialized
+	// as one, U(±1/√hidden), and the server update moves it by Σ_i (m_i/M) ΔW_i, the
+	// weighted mean of the clients' changes. Targets with one dim (biases) keep full heads.
+	// RankAuto chooses by size (AutoRank).
+	Rank int64
 }
+
+// RankAuto as Config.Rank chooses the heads by their size: full heads while they would
+// hold at most AutoFullHeads parameters, else rank AutoRank. pfl's choice, so that a
+// FocalNet-T's generated projections fit one GPU with room: its focal_f alone would need
+// 655 M full-head parameters, 2.6 GB in float32 and as much again for the momentum,
+// while the 32×32 FocalNet's 40 M keep their full heads.
+const (
+	RankAuto      = -1
+	AutoFullHeads = 1 << 28 // 268,435,456 parameters: 1 GiB in float32
+	AutoRank      = 32
+)
 
 func (c *Config) defaults() {
 	defaults.Set(&c.Embed, 128)
@@ -36,6 +64,73 @@ func (c *Config) defaults() {
 	defaults.Set(&c.WeightDecay, 1e-3)
 	c.Momentum = math.Max(c.Momentum, 0)
 	c.WeightDecay = math.Max(c.WeightDecay, 0)
+}
+
+// resolved is c with its defaults and, for RankAuto, the rank chosen for targets.
+func (c Config) resolved(targets []Target) Config {
+	c.defaults()
+	if c.Rank == RankAuto {
+		c.Rank = 0
+		if full := c.headParams(targets); full > AutoFullHeads {
+			c.Rank = AutoRank
+		}
+	}
+	return c
+}
+
+// head is where one target's head parameters sit in Net.params, and its factor sizes
+// (r = 0: a full head).
+type head struct {
+	at         int
+	out, in, r int64
+}
+
+// heads lays out the targets' heads (after the embeddings and the trunk) for c's rank.
+func (c Config) heads(targets []Target) []head {
+	at := 1 + 2*c.Layers
+	out := make([]head, len(targets))
+	for i, t := range targets {
+		h := head{at: at}
+		if c.Rank > 0 && len(t.Shape) >= 2 {
+			h.out, h.in = t.Shape[0], numel(t.Shape)/t.Shape[0]
+			h.r = min(c.Rank, h.out, h.in)
+			at += 5 // u.weight, u.bias, v.weight, v.bias, base
+		} else {
+			at += 2 // weight, bias
+		}
+		out[i] = h
+	}
+	return out
+}
+
+// headParams is the number of parameters of the targets' heads under c's rank, counted
+// in float64 so that absurd sizes cannot overflow.
+func (c Config) headParams(targets []Target) float64 {
+	var n float64
+	hidden := float64(c.Hidden)
+	for i, h := range c.heads(targets) {
+		if h.r == 0 {
+			n += (hidden + 1) * float64(numel(targets[i].Shape))
+		} else {
+			out, in, r := float64(h.out), float64(h.in), float64(h.r)
+			n += (hidden+1)*(out*r+r*in) + out*in
+		}
+	}
+	return n
+}
+
+// ParamCount is the number of parameters New would allocate for cfg and targets
+// (embeddings, trunk and heads), without allocating them; the optimizer holds as many
+// again in momentum buffers. It counts in float64, so that absurd sizes (a memory check's
+// input) cannot overflow.
+func ParamCount(cfg Config, targets []Target) float64 {
+	c := cfg.resolved(targets)
+	hidden := float64(c.Hidden)
+	n := float64(c.Clients)*float64(c.Embed) + c.headParams(targets) + (float64(c.Embed)+1)*hidden
+	if c.Layers > 1 {
+		n += float64(c.Layers-1) * (hidden + 1) * hidden
+	}
+	return n
 }
 
 // Target is one generated parameter: its name (for checkpoints) and one client's shape.
@@ -53,21 +148,27 @@ func numel(shape []int64) int64 {
 }
 
 // Net is the hypernetwork: its parameters φ (trunk and heads) and z (embeddings), and the
-// SGD momentum buffers that persist across rounds.
+// SGD momentum buffers that persist across rounds. Cfg holds the defaults and the rank New
+// resolved.
 type Net struct {
 	Cfg     Config
 	Targets []Target
 
 	names  []string
-	params []*cuda.Tensor // z, then trunk weight/bias pairs, then head weight/bias pairs
+	params []*cuda.Tensor // z, then trunk weight/bias pairs, then each target's head parameters
 	bufs   []*cuda.Tensor // momentum buffers, zero until the first step
+	heads  []head
 }
 
 // New builds the hypernetwork generating targets, on dev in dt, with PyTorch's default
 // initialization drawn from gen: N(0, 1) embeddings (nn.Embedding), U(±1/√fan_in) weights
-// and biases (nn.Linear).
+// and biases (nn.Linear). A full head is heads.<name>.weight and .bias; a low-rank head
+// is heads.<name>.u.weight, .u.bias, .v.weight, .v.bias and .base, drawn in that order.
 func New(cfg Config, targets []Target, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (*Net, error) {
-	cfg.defaults()
+	if cfg.Rank < RankAuto {
+		return nil, fmt.Errorf("hyper: rank %d; want 0 (full heads), a rank >= 1 or RankAuto", cfg.Rank)
+	}
+	cfg = cfg.resolved(targets)
 	if cfg.Clients < 1 || cfg.Embed < 1 || cfg.Hidden < 1 || cfg.Layers < 1 || !(cfg.LR > 0) || cfg.Momentum >= 1 {
 		return nil, fmt.Errorf("hyper: clients %d, embedding %d, hidden %d, layers %d must be >= 1, lr %g > 0, momentum %g < 1",
 			cfg.Clients, cfg.Embed, cfg.Hidden, cfg.Layers, cfg.LR, cfg.Momentum)
@@ -75,7 +176,7 @@ func New(cfg Config, targets []Target, dev cuda.Device, dt cuda.DType, gen *cuda
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("hyper: nothing to generate")
 	}
-	n := &Net{Cfg: cfg, Targets: targets}
+	n := &Net{Cfg: cfg, Targets: targets, heads: cfg.heads(targets)}
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
@@ -99,9 +200,18 @@ func New(cfg Config, targets []Target, dev cuda.Device, dt cuda.DType, gen *cuda
 		in = cfg.Hidden
 	}
 	b := 1 / math.Sqrt(float64(cfg.Hidden))
-	for _, t := range targets {
-		add("heads."+t.Name+".weight", 0, b, numel(t.Shape), cfg.Hidden)
-		add("heads."+t.Name+".bias", 0, b, numel(t.Shape))
+	for i, t := range targets {
+		p := "heads." + t.Name
+		if h := n.heads[i]; h.r > 0 {
+			add(p+".u.weight", 0, b, h.out*h.r, cfg.Hidden)
+			add(p+".u.bias", 0, b, h.out*h.r)
+			add(p+".v.weight", 0, b, h.r*h.in, cfg.Hidden)
+			add(p+".v.bias", 0, b, h.r*h.in)
+			add(p+".base", 0, b, h.out, h.in)
+			continue
+		}
+		add(p+".weight", 0, b, numel(t.Shape), cfg.Hidden)
+		add(p+".bias", 0, b, numel(t.Shape))
 	}
 	for _, p := range n.params {
 		n.bufs = append(n.bufs, s.Zeros(dt, dev, p.Shape()...))
@@ -148,8 +258,9 @@ func (n *Net) Count() int64 {
 }
 
 // Generate returns, for the clients rows (int64 [K] on the device), every target's weights
-// [K, Shape...]: one batched pass of the trunk and each head. With grad enabled on s the
-// outputs carry the graph that Update differentiates.
+// [K, Shape...]: one batched pass of the trunk and each head (a low-rank head: W0 + U V,
+// one batched matrix product for the K clients). With grad enabled on s the outputs carry
+// the graph that Gradient differentiates.
 func (n *Net) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
 	k := rows.Size(0)
 	h := s.IndexSelect(n.params[0], 0, rows) // [K, Embed]
@@ -160,9 +271,16 @@ func (n *Net) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
 		h = s.Linear(h, n.params[1+2*l], n.params[2+2*l])
 	}
 	out := make([]*cuda.Tensor, len(n.Targets))
-	at := 1 + 2*n.Cfg.Layers
 	for i, t := range n.Targets {
-		w := s.Linear(h, n.params[at+2*i], n.params[at+2*i+1])
+		hd, p := n.heads[i], n.params[n.heads[i].at:]
+		var w *cuda.Tensor
+		if hd.r == 0 {
+			w = s.Linear(h, p[0], p[1])
+		} else {
+			u := s.Reshape(s.Linear(h, p[0], p[1]), k, hd.out, hd.r)
+			v := s.Reshape(s.Linear(h, p[2], p[3]), k, hd.r, hd.in)
+			w = s.BAddBMM(p[4], u, v, 1, 1) // W0 + U V, [K, out, in]
+		}
 		out[i] = s.Reshape(w, append([]int64{k}, t.Shape...)...)
 	}
 	return out

@@ -60,6 +60,9 @@ var presets = []Preset{
 	{Name: "resnet50", Summary: "torchvision's ResNet-50 (v1.5, BatchNorm) at 224, FedPerfix's CNN beside ViT-S", Classes: 100, family: familyResNet, resnet: ResNet50},
 }
 
+// IsFocalNet reports whether the preset builds a FocalNet.
+func (p Preset) IsFocalNet() bool { return p.family == familyFocal }
+
 // IsText reports whether the preset reads character sequences.
 func (p Preset) IsText() bool { return p.family == familyText || p.family == familyLSTM }
 

@@ -6,24 +6,40 @@ import (
 	"pfl/cuda"
 )
 
+// TestFocalNetCounts pins FocalNet-T's exact parameter counts at 1000 classes, computed
+// by hand from microsoft/FocalNet's modules, and checks them and the MACs against the
+// published figures (FocalNet README, ImageNet-1k), which round to 0.1 M and 0.1 G.
+//
+// SRF (L = 2, kernels 3 and 5): the stem Conv2d(3 → 96, 4×4) + LayerNorm, 4,704 + 192;
+// per block of width d, norm1 and norm2 4d, f d(2d + 3) + 2d + 3, the context
+// convolutions (3² + 5²)·d, h and proj 2(d² + d), the MLP 8d² + 5d (230,790 for the two
+// 96-wide blocks), over depths 2-2-6-2 at widths 96-192-384-768 26,099,364; the
+// downsamplers Conv2d(d → 2d, 2×2) + LayerNorm, 8d² + 6d: 74,304 + 296,064 + 1,181,952;
+// the final LayerNorm 1,536 and the head 768,000 + 1,000. In all 28,427,116, which rounds
+// to the published 28.4 M. LRF (L = 3, kernels 3, 5, 7) adds 7²·d and one gate output of
+// f (d + 1) per block, 220,812: 28,647,928, the published 28.6 M.
 func TestFocalNetCounts(t *testing.T) {
 	g, _ := cuda.NewGenerator(1, cuda.CPU)
 	defer g.Close()
 	for _, c := range []struct {
 		name    string
 		cfg     FocalNetConfig
+		params  int64   // exact
 		paramsM float64 // published, in millions (FocalNet README, ImageNet-1k)
 		gmacs   float64 // published "GFLOPs" (fvcore multiply-accumulates)
 	}{
-		{"focalnet-t-srf", FocalNetT(1000, 2), 28.4, 4.4},
-		{"focalnet-t-lrf", FocalNetT(1000, 3), 28.6, 4.5},
+		{"focalnet-t-srf", FocalNetT(1000, 2), 28427116, 28.4, 4.4},
+		{"focalnet-t-lrf", FocalNetT(1000, 3), 28647928, 28.6, 4.5},
 	} {
 		m, err := NewFocalNet(c.name, c.cfg, 1, cuda.CPU, cuda.Float32, g)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p, macs := float64(m.Params().Count())/1e6, float64(m.MACs())/1e9
-		t.Logf("%s: %.3f M parameters, %.3f G MACs", c.name, p, macs)
+		t.Logf("%s: %d parameters, %.3f G MACs", c.name, m.Params().Count(), macs)
+		if m.Params().Count() != c.params {
+			t.Errorf("%s: %d parameters, want %d", c.name, m.Params().Count(), c.params)
+		}
 		if p < c.paramsM-0.05 || p > c.paramsM+0.05 {
 			t.Errorf("%s: %.3f M parameters, published %.1f M", c.name, p, c.paramsM)
 		}
