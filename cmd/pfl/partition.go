@@ -33,7 +33,7 @@ func checkPartitionFlags(c data.PartitionConfig) error {
 // partitionCmd spreads a dataset over clients and writes the manifest and heatmap.
 func partitionCmd(args []string, out io.Writer) error {
 	fs := newFlags("partition", out)
-	spec := fs.String("data", "fashion-mnist", "dataset: fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, synthetic[:n]")
+	spec := fs.String("data", "fashion-mnist", "dataset: fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, officehome:dir, domains:dir, rsna:dir[:side], kermany:dir[:side], kermany-binary:dir[:side], synthetic[:n]")
 	var cfg data.PartitionConfig
 	method := fs.String("method", "dirichlet", "iid, dirichlet, pathological, pachinko, domain-dirichlet or coarse-groups")
 	convention := fs.String("convention", "fedtp", "fedtp (test split from the test set) or fedperfix (merge, then 75/25 per client)")

@@ -28,7 +28,8 @@ type Images struct {
 	Classes    int
 	ClassNames []string // optional, len Classes
 
-	// Coarse labels (CIFAR-100's 20 superclasses), nil when the set has none.
+	// Coarse labels (CIFAR-100's 20 superclasses, Kermany's normal and pneumonia), nil
+	// when the set has none.
 	Coarse        []int64
 	CoarseClasses int
 

@@ -139,7 +139,7 @@ func (f *Federated) partitionFedTP(cfg PartitionConfig, r *rand.Rand) error {
 		return nil
 	case MethodPachinko:
 		if tr.Coarse == nil || te.Coarse == nil {
-			return fmt.Errorf("data: pachinko needs coarse labels (CIFAR-100); %s has none", tr.Name)
+			return fmt.Errorf("data: pachinko needs coarse labels (cifar100, kermany); %s has none", tr.Name)
 		}
 		pool := Concat(tr, te)
 		parts, err := Pachinko(pool.Labels, pool.Coarse, pool.Classes, pool.CoarseClasses, cfg.Clients, cfg.Alpha, cfg.Beta, r)
@@ -162,7 +162,7 @@ func (f *Federated) partitionFedTP(cfg PartitionConfig, r *rand.Rand) error {
 		// the client of each coarse class is fixed by the class index, so train and test agree
 		var err error
 		if tr.Coarse == nil || te.Coarse == nil {
-			return fmt.Errorf("data: coarse-groups needs coarse labels (CIFAR-100); %s has none", tr.Name)
+			return fmt.Errorf("data: coarse-groups needs coarse labels (cifar100, kermany); %s has none", tr.Name)
 		}
 		if f.Part.Train, err = CoarseGroups(tr.Labels, tr.Coarse, tr.Classes, tr.CoarseClasses, cfg.Clients, r); err != nil {
 			return err
@@ -188,7 +188,7 @@ func partitionPool(x *Images, cfg PartitionConfig, r *rand.Rand) ([][]int, error
 		return p, err
 	case MethodPachinko:
 		if x.Coarse == nil {
-			return nil, fmt.Errorf("data: pachinko needs coarse labels (CIFAR-100); %s has none", x.Name)
+			return nil, fmt.Errorf("data: pachinko needs coarse labels (cifar100, kermany); %s has none", x.Name)
 		}
 		return Pachinko(x.Labels, x.Coarse, x.Classes, x.CoarseClasses, cfg.Clients, cfg.Alpha, cfg.Beta, r)
 	case MethodDomainDirichlet:
@@ -202,7 +202,7 @@ func partitionPool(x *Images, cfg PartitionConfig, r *rand.Rand) ([][]int, error
 		return DomainDirichlet(x.Labels, x.Domains, x.Classes, nd, cfg.Clients/nd, dc, r)
 	case MethodCoarseGroups:
 		if x.Coarse == nil {
-			return nil, fmt.Errorf("data: coarse-groups needs coarse labels (CIFAR-100); %s has none", x.Name)
+			return nil, fmt.Errorf("data: coarse-groups needs coarse labels (cifar100, kermany); %s has none", x.Name)
 		}
 		return CoarseGroups(x.Labels, x.Coarse, x.Classes, x.CoarseClasses, cfg.Clients, r)
 	}

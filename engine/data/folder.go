@@ -78,13 +78,17 @@ func LoadImageFolder(name, root string, size int) (*Images, error) {
 	return x, nil
 }
 
-// loadImagesRGB loads paths with loadImageRGB on all cores, since decoding and resizing
-// dominate loading a photo folder (about 30 ms for a 1000×800 JPEG to 224², so 8 minutes
-// for Office-Home on one core), and returns their pixels in path order. The error is
-// the first failing file's in path order: after a failure no new file is started, and
-// every file before it was started already.
+// loadImagesRGB loads paths with loadImageRGB on all cores (loadImages).
 func loadImagesRGB(paths []string, size int) ([]uint8, error) {
-	per := 3 * size * size
+	return loadImages(paths, 3*size*size, func(path string) ([]uint8, error) { return loadImageRGB(path, size) })
+}
+
+// loadImages loads paths with load, which returns per pixel bytes for each, on all
+// cores, since decoding and resizing dominate loading a photo folder (about 30 ms for a
+// 1000×800 JPEG to 224², so 8 minutes for Office-Home on one core), and returns their
+// pixels in path order. The error is the first failing file's in path order: after a
+// failure no new file is started, and every file before it was started already.
+func loadImages(paths []string, per int, load func(path string) ([]uint8, error)) ([]uint8, error) {
 	out := make([]uint8, len(paths)*per)
 	errs := make([]error, len(paths))
 	var next atomic.Int64
@@ -97,7 +101,7 @@ func loadImagesRGB(paths []string, size int) ([]uint8, error) {
 				if i >= len(paths) {
 					return
 				}
-				pix, err := loadImageRGB(paths[i], size)
+				pix, err := load(paths[i])
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
@@ -129,6 +133,29 @@ func loadImageRGB(path string, size int) ([]uint8, error) {
 // 3×size×size CHW pixels; an image declaring more than maxPixels pixels is an error
 // before it is decoded.
 func decodeImageRGB(path string, b []byte, size, maxPixels int) ([]uint8, error) {
+	img, err := decodeImage(path, b, maxPixels)
+	if err != nil {
+		return nil, err
+	}
+	pix, h, w := imageToCHW(img)
+	return resizePIL(pix, 3, h, w, size, size), nil
+}
+
+// decodeImageGrey decodes the image file path (its bytes b) as decodeImageRGB does and
+// returns it as 1×size×size grey pixels (imageToGrey).
+func decodeImageGrey(path string, b []byte, size, maxPixels int) ([]uint8, error) {
+	img, err := decodeImage(path, b, maxPixels)
+	if err != nil {
+		return nil, err
+	}
+	pix, h, w := imageToGrey(img)
+	return resizePIL(pix, 1, h, w, size, size), nil
+}
+
+// decodeImage decodes a PNG or JPEG file after checking the size it declares: more
+// than maxPixels pixels, or more than maxPixelsPerByte a byte of the file, is an error
+// before anything that large is allocated.
+func decodeImage(path string, b []byte, maxPixels int) (image.Image, error) {
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: cannot decode image: %w", path, err)
@@ -146,8 +173,40 @@ func decodeImageRGB(path string, b []byte, size, maxPixels int) ([]uint8, error)
 	if r := img.Bounds(); r.Dx() != cfg.Width || r.Dy() != cfg.Height {
 		return nil, fmt.Errorf("data: %s: image decodes to %d×%d pixels but declares %d×%d", path, r.Dx(), r.Dy(), cfg.Width, cfg.Height)
 	}
-	pix, h, w := imageToCHW(img)
-	return resizePIL(pix, 3, h, w, size, size), nil
+	return img, nil
+}
+
+// imageToGrey converts img to H×W grey pixels as PIL's convert("L") does, which a
+// torchvision Grayscale transform calls: grey images as they are (16-bit ones by their
+// high byte, as Go's colour model does), colour ones by ITU-R 601-2 luma, PIL's
+// fixed-point (19595·R + 38470·G + 7471·B + 2^15) >> 16, alpha dropped. A colour JPEG
+// is converted to RGB first (Go's YCbCr conversion, which may differ from libjpeg's by
+// a level): PIL decodes it to RGB too.
+func imageToGrey(img image.Image) (pix []uint8, h, w int) {
+	r := img.Bounds()
+	h, w = r.Dy(), r.Dx()
+	pix = make([]uint8, h*w)
+	luma := func(R, G, B uint8) uint8 {
+		return uint8((19595*uint32(R) + 38470*uint32(G) + 7471*uint32(B) + 1<<15) >> 16)
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i, px, py := y*w+x, r.Min.X+x, r.Min.Y+y
+			switch m := img.(type) {
+			case *image.Gray:
+				pix[i] = m.Pix[m.PixOffset(px, py)]
+			case *image.Gray16:
+				pix[i] = m.Pix[m.PixOffset(px, py)] // the high byte (big endian)
+			case *image.YCbCr:
+				c := m.YCbCrAt(px, py)
+				pix[i] = luma(color.YCbCrToRGB(c.Y, c.Cb, c.Cr))
+			default:
+				c := color.NRGBAModel.Convert(img.At(px, py)).(color.NRGBA)
+				pix[i] = luma(c.R, c.G, c.B)
+			}
+		}
+	}
+	return pix, h, w
 }
 
 // imageToCHW converts img to 3×H×W RGB pixels (greyscale replicated, alpha dropped).

@@ -1,11 +1,12 @@
 package data
 
 // Fuzz targets for the parsers that read whole datasets: LEAF JSON, FedTP's plain-text
-// client folders, MedMNIST's .npz, CIFAR's .tar.gz and image folders (FuzzReadIDX,
-// FuzzReadNpy and FuzzCIFARRecords cover the single-file formats). Each writes its input
-// into a temporary folder in the format's layout, opens it as the loaders do and checks
-// that it either fails with an error naming the file or folder, or yields a set that
-// passes Validate and the format's own invariants. scripts/fuzz.sh runs them all briefly.
+// client folders, MedMNIST's .npz, CIFAR's .tar.gz, image folders and RSNA Pneumonia's
+// label CSV (FuzzReadIDX, FuzzReadNpy and FuzzCIFARRecords cover the single-file
+// formats, package dicom's FuzzDICOM the DICOM files). Each writes its input into a
+// temporary folder in the format's layout, opens it as the loaders do and checks that
+// it either fails with an error naming the file or folder, or yields a set that passes
+// Validate and the format's own invariants. scripts/fuzz.sh runs them all briefly.
 
 import (
 	"archive/tar"
@@ -341,7 +342,8 @@ func imageSeeds(t testing.TB) [][]byte {
 		pngBytes(t, pal), pngBytes(t, grey16), jpg.Bytes()}
 }
 
-// FuzzDecodeImage decodes arbitrary bytes as an image file of a folder dataset.
+// FuzzDecodeImage decodes arbitrary bytes as an image file of a folder dataset, in RGB
+// and in grey.
 func FuzzDecodeImage(f *testing.F) {
 	for _, b := range imageSeeds(f) {
 		f.Add(b, uint8(2))
@@ -355,10 +357,16 @@ func FuzzDecodeImage(f *testing.F) {
 		pix, err := decodeImageRGB("fuzz.img", b, s, 1<<16)
 		if err != nil {
 			errNames(t, err, "fuzz.img")
-			return
-		}
-		if len(pix) != 3*s*s {
+		} else if len(pix) != 3*s*s {
 			t.Fatalf("%d pixel bytes, want %d", len(pix), 3*s*s)
+		}
+		// the chest X-ray loaders' grey path decodes the same way
+		grey, gerr := decodeImageGrey("fuzz.img", b, s, 1<<16)
+		if (gerr == nil) != (err == nil) {
+			t.Fatalf("RGB error %v, grey error %v", err, gerr)
+		}
+		if gerr == nil && len(grey) != s*s {
+			t.Fatalf("%d grey pixel bytes, want %d", len(grey), s*s)
 		}
 	})
 }
@@ -444,3 +452,36 @@ var (
 	imageDirs  = []string{"d0/cat", "d0/dog", "d0/.git", "d1/cat", "d1/dog", ".d2/cat", "d 3/cow"}
 	imageNames = []string{"1.png", "2.JPG", "3.jpeg", "notes.txt", ".hidden.png", "dir.png/", "x.Png", "4"}
 )
+
+// FuzzRSNALabels parses arbitrary bytes as RSNA Pneumonia's label CSV: an error naming
+// the file, or unique patients with valid IDs and a label each.
+func FuzzRSNALabels(f *testing.F) {
+	f.Add(rsnaCSV("p0,,,,,0", "p1,1,2,3,4,1", "p1,5,6,7,8,1", "p2,,,,,0"))
+	f.Add([]byte("\ufeffpatientId,x,y,width,height,Target\r\na,,,,,1\r\n"))
+	f.Add([]byte("Target,patientId\n1,a\n0,a\n"))
+	f.Add(rsnaCSV("../x,,,,,0"))
+	f.Add(rsnaCSV(`"p""0",,,,,0`, "p1,,,,,2"))
+	f.Add([]byte("patientId,Target\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids, pos, err := parseRSNALabels("labels.csv", b)
+		if err != nil {
+			errNames(t, err, "labels.csv")
+			return
+		}
+		if len(ids) == 0 || len(pos) != len(ids) {
+			t.Fatalf("%d patients, %d labels", len(ids), len(pos))
+		}
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] || !validPatientID(id) {
+				t.Fatalf("patient %q twice or not a file name", id)
+			}
+			seen[id] = true
+		}
+		test := rsnaTestSplit(ids, pos)
+		if len(test) != len(ids) {
+			t.Fatalf("%d test marks for %d patients", len(test), len(ids))
+		}
+	})
+}

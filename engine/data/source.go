@@ -8,14 +8,20 @@ import (
 
 // Open loads an image dataset from a spec "kind" or "kind:path":
 //
-//	fashion-mnist[:dir]      IDX files (default: Debian's dataset-fashion-mnist)
-//	mnist:dir                IDX files of MNIST or EMNIST
-//	cifar10:path             the binary version, extracted or the .tar.gz
-//	cifar100:path            likewise, with coarse labels
-//	organamnist:file.npz     MedMNIST's OrganAMNIST (11 classes)
-//	officehome:dir           Office-Home's four domain folders at 224×224, no test set
-//	domains:dir              any dir/<domain>/<class>/<image> tree likewise
-//	synthetic[:n[:c[:t]]]    class-conditional 3×32×32 data: n train images (5,000), c classes (10), t test images (n/5)
+//	fashion-mnist[:dir]        IDX files (default: Debian's dataset-fashion-mnist)
+//	mnist:dir                  IDX files of MNIST or EMNIST
+//	cifar10:path               the binary version, extracted or the .tar.gz
+//	cifar100:path              likewise, with coarse labels
+//	organamnist:file.npz       MedMNIST's OrganAMNIST (11 classes)
+//	officehome:dir             Office-Home's four domain folders at 224×224, no test set
+//	domains:dir                any dir/<domain>/<class>/<image> tree likewise
+//	rsna:dir[:side]            RSNA Pneumonia's training set, grey, side×side (224), fixed 80/20 split
+//	kermany:dir[:side]         Kermany's chest X-rays, grey: normal/bacterial/viral in normal/pneumonia
+//	kermany-binary:dir[:side]  the same with the two coarse classes only
+//	synthetic[:n[:c[:t]]]      class-conditional 3×32×32 data: n train images (5,000), c classes (10), t test images (n/5)
+//
+// The chest X-ray sets (LoadRSNA, LoadKermany, LoadKermanyBinary) are resized on the
+// host to side×side: ChestXRaySize unless the spec ends in :<side>.
 func Open(spec string) (*Split, error) {
 	kind, path, _ := strings.Cut(spec, ":")
 	switch kind {
@@ -33,6 +39,18 @@ func Open(spec string) (*Split, error) {
 		return LoadOfficeHome(path, OfficeHomeSize)
 	case "domains":
 		return LoadDomains("domains", path, OfficeHomeSize)
+	case "rsna", "kermany", "kermany-binary":
+		dir, side, err := chestSpec(kind, path)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case "rsna":
+			return LoadRSNA(dir, side)
+		case "kermany":
+			return LoadKermany(dir, side)
+		}
+		return LoadKermanyBinary(dir, side)
 	case "synthetic":
 		n, classes, test, err := syntheticSpec(path)
 		if err != nil {
@@ -40,7 +58,7 @@ func Open(spec string) (*Split, error) {
 		}
 		return newSplit(Synthetic("synthetic/train", n, 3, 32, 32, classes, 1), Synthetic("synthetic/test", test, 3, 32, 32, classes, 2))
 	}
-	return nil, fmt.Errorf("data: unknown dataset %q; choose fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, officehome:dir, domains:dir or synthetic[:n[:classes[:test]]]", kind)
+	return nil, fmt.Errorf("data: unknown dataset %q; choose fashion-mnist[:dir], mnist:dir, cifar10:path, cifar100:path, organamnist:file.npz, officehome:dir, domains:dir, rsna:dir[:side], kermany:dir[:side], kermany-binary:dir[:side] or synthetic[:n[:classes[:test]]]", kind)
 }
 
 // syntheticSpec reads synthetic[:N[:CLASSES[:TEST]]]: N training images (default 5,000) of

@@ -336,7 +336,10 @@ var normalizations = map[string][2][]float64{
 	"half":     {{0.5}, {0.5}}, // per stored channel, repeated
 }
 
-// autoNormalize is what data.normalize: auto means for a dataset spec.
+// autoNormalize is what data.normalize: auto means for a dataset spec: FedTP's fixed
+// constants for CIFAR-10 and CIFAR-100, as its official code, else the training split's
+// own statistics. The grey chest X-ray sets (rsna, kermany, kermany-binary) take their
+// own: no published constants fit radiographs, and ImageNet's are for colour photos.
 func autoNormalize(dataset string) string {
 	kind, _, _ := strings.Cut(dataset, ":")
 	switch kind {
