@@ -13,7 +13,9 @@ import (
 // trains once per inner step.
 func TestResourcesFollowRolesAndCopies(t *testing.T) {
 	spec := model.Spec{Preset: "tiny-vit", Depth: 2, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16, Patch: 8, Classes: 10}
-	build := func(k int, g *cuda.Generator) (model.Model, error) { return model.Build(spec, k, cuda.CPU, cuda.Float32, g) }
+	build := func(k int, g *cuda.Generator) (model.Model, error) {
+		return model.Build(spec, k, cuda.CPU, cuda.Float32, g)
+	}
 	base, err := build(1, nil)
 	if err != nil {
 		t.Fatal(err)
