@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"testing"
 
 	"pfl/cuda"
@@ -43,4 +44,27 @@ func TestOverrideIsDifferentiable(t *testing.T) {
 	gW := s.Grad([]*cuda.Tensor{s.Sum(s.Mul(y2, r), false)}, nil, []*cuda.Tensor{qkv.T}, cuda.GradOptions{})
 	near(t, "output", values(t, s, y), values(t, s, y2))
 	near(t, "dL/dphi", values(t, s, gPhi[0]), values(t, s, s.MulScalar(gW[0], 2)))
+}
+
+// TestFocalNetSpecSizes: a FocalNet spec's Dim sets the first stage's width and doubles it
+// per later stage, Patch the stem and Depth every stage; the sizes reach the built model.
+func TestFocalNetSpecSizes(t *testing.T) {
+	for _, c := range []struct {
+		spec  Spec
+		dims  []int64
+		patch int64
+	}{
+		{Spec{Preset: "focalnet-cifar", Dim: 32, Patch: 8, Depth: 2}, []int64{32}, 8},
+		{Spec{Preset: "focalnet-t-srf", Dim: 16, Image: 64, Depth: 1}, []int64{16, 32, 64, 128}, 4},
+	} {
+		m, err := Build(c.spec, 1, cuda.CPU, cuda.Float32, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := m.(*FocalNet)
+		if !slices.Equal(f.Cfg.Dims, c.dims) || f.Cfg.Patch != c.patch || f.Cfg.Depths[0] != c.spec.Depth {
+			t.Errorf("%+v built %+v", c.spec, f.Cfg)
+		}
+		m.Close()
+	}
 }

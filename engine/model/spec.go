@@ -22,7 +22,8 @@ type Spec struct {
 	Vocab, SeqLen   int64
 
 	// Sizes. ViTs and the text Transformer: Depth, Dim, Heads, HeadDim, MLP (Patch for
-	// ViTs). FocalNets: Depth sets every stage's depth. ConvNets, ResNets and the LSTM: none.
+	// ViTs). FocalNets: Depth sets every stage's depth, Dim the first stage's width (later
+	// stages double it), Patch the stem. ConvNets, ResNets and the LSTM: none.
 	Depth, Patch, Dim, Heads, HeadDim, MLP int64
 
 	// Plug-ins of the ViTs (zero: the preset's) and FocalNet's focal levels. A non-zero
@@ -55,7 +56,7 @@ const (
 // family lacks).
 var takes = map[family][]string{
 	familyViT:    {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Heads", "HeadDim", "MLP", "Prefix", "Prompts", "Adapter", "Dropout"},
-	familyFocal:  {"Classes", "Image", "Channels", "Depth", "Levels"},
+	familyFocal:  {"Classes", "Image", "Channels", "Depth", "Patch", "Dim", "Levels"},
 	familyConv:   {"Classes", "Image", "Channels"},
 	familyText:   {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
 	familyLSTM:   {"Vocab", "SeqLen"},
@@ -172,6 +173,12 @@ func (s Spec) Builder() (Factory, error) {
 		c.Image, c.Channels, c.Levels = or(s.Image, c.Image), or(s.Channels, c.Channels), or(s.Levels, c.Levels)
 		if s.Depth != 0 {
 			c.Depths = slices.Repeat([]int64{s.Depth}, len(c.Depths))
+		}
+		c.Patch = or(s.Patch, c.Patch)
+		if s.Dim != 0 { // the first stage's width; each later stage doubles it, as FocalNet's
+			for i := range c.Dims {
+				c.Dims[i] = s.Dim << i
+			}
 		}
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
