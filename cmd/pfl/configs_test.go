@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"pfl/configs"
 	"pfl/engine/experiment"
 	"pfl/engine/model"
+	"pfl/internal/testenv"
 )
 
 // toySets shrinks a config to a toy size that runs in seconds on a CPU while keeping what
@@ -28,7 +28,7 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	}
 	switch kind, _, _ := strings.Cut(cfg.Data.Dataset, ":"); {
 	case p.IsText():
-		sets = append(sets, "data.dataset=shakespeare:"+toyShakespeare(t), "data.seq_len=6")
+		sets = append(sets, "data.dataset=shakespeare:"+testenv.WriteShakespeare(t, 5), "data.seq_len=6")
 	case kind == "cifar100":
 		sets = append(sets, "data.dataset=cifar100:"+toyCIFAR100(t))
 	default:
@@ -62,24 +62,6 @@ func toyCIFAR100(t *testing.T) string {
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// toyShakespeare writes five roles' texts in FedTP's Shakespeare layout.
-func toyShakespeare(t *testing.T) string {
-	dir := t.TempDir()
-	for r := 0; r < 5; r++ {
-		line := fmt.Sprintf("ROLE%d: %s. ", r, strings.Repeat(string(rune('a'+r)), 3+r))
-		for part, n := range map[string]int{"train.txt": 12, "test.txt": 4} {
-			p := filepath.Join(dir, fmt.Sprintf("role_%02d", r), part)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(strings.Repeat(line, n)), 0o644); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	return dir
