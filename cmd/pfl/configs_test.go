@@ -34,8 +34,11 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	default:
 		sets = append(sets, "data.dataset=synthetic:400:10:100")
 	}
-	if p.Takes("Dim") {
-		sets = append(sets, "model.dim=8", "model.heads=2", "model.head_dim=4", "model.mlp=8")
+	for _, k := range []struct{ field, set string }{{"Dim", "model.dim=8"}, {"Heads", "model.heads=2"},
+		{"HeadDim", "model.head_dim=4"}, {"MLP", "model.mlp=8"}} {
+		if p.Takes(k.field) { // a FocalNet takes a width but no heads
+			sets = append(sets, k.set)
+		}
 	}
 	if p.Takes("Patch") {
 		sets = append(sets, "model.patch=16")
