@@ -63,7 +63,7 @@ type PFedHNConfig struct {
 //     steps taken from the same φ.
 //   - The embeddings take the hypernetwork's learning rate (the official --embed-lr
 //     defaults to it); SGD only (no --optim adam); no spectral normalization (off by
-//     default there); no pFedHN-PC (the personal classifier of §3.2).
+//     default there); no pFedHN-PC (the paper's variant with a personal classifier).
 //   - Buffers (BatchNorm's running statistics) are not generated: each client keeps its
 //     own, as FedBN does, since they describe that client's generated weights. A client
 //     that never trained, a novel one included, evaluates with the initial statistics
