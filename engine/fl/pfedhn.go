@@ -54,13 +54,14 @@ type PFedHNConfig struct {
 //   - Batches. The official code draws each step's batch from a fresh shuffle of the
 //     client's data (next(iter(loader))); pfl's K steps walk through shuffled epochs, each
 //     sample once per epoch, an epoch's last batch possibly smaller.
-//   - Clients per round. The paper samples one client per round (5,000 rounds); pfl
-//     samples train.participation × N clients per round without replacement and weights
-//     their changes by m_i/M, as FedTP's pFedHN baseline (zhyczy/FedTP main.py, alg
-//     pFedHN: 10% of the clients, 5 local epochs, no clipping, 128-d embeddings, a 150-wide
-//     trunk: inner_steps 0, clip 0 and algorithm.hyper.* reproduce it). Stacked clients
-//     equal clients trained one at a time, so a round of K clients is K of the paper's
-//     steps taken from the same φ.
+//   - Clients per round. Algorithm 1 and the official code sample one client per round
+//     (--num-steps 5,000); pfl samples train.participation × N clients per round without
+//     replacement and weights their changes by m_i/M, as FedTP's pFedHN baseline
+//     (zhyczy/FedTP main.py, alg pFedHN: 10% of the clients, 5 local epochs, no clipping,
+//     128-d embeddings, a 150-wide trunk: inner_steps 0, clip 0 and algorithm.hyper.*
+//     reproduce it). Stacked clients equal clients trained one at a time, so a round of
+//     several clients sums their steps of Algorithm 1, each taken from the same φ, with
+//     weights m_i/M.
 //   - The embeddings take the hypernetwork's learning rate (the official --embed-lr
 //     defaults to it); SGD only (no --optim adam); no spectral normalization (off by
 //     default there); no pFedHN-PC (the paper's variant with a personal classifier).
