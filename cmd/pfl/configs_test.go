@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -34,8 +35,11 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	default:
 		sets = append(sets, "data.dataset=synthetic:400:10:100")
 	}
-	if p.Takes("Dim") {
-		sets = append(sets, "model.dim=8", "model.heads=2", "model.head_dim=4", "model.mlp=8")
+	for _, k := range []struct{ field, set string }{{"Dim", "model.dim=8"}, {"Heads", "model.heads=2"},
+		{"HeadDim", "model.head_dim=4"}, {"MLP", "model.mlp=8"}} {
+		if p.Takes(k.field) { // a FocalNet takes a width but no heads
+			sets = append(sets, k.set)
+		}
 	}
 	if p.Takes("Patch") {
 		sets = append(sets, "model.patch=16")
@@ -44,6 +48,18 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 		sets = append(sets, "model.prefix.mid=4")
 	}
 	return sets
+}
+
+// memberRounds is a suite member's own train.rounds (pFedHN-T's doubled rounds).
+var memberRounds = regexp.MustCompile(`train\.rounds\s*=\s*\d+`)
+
+// toySuite shrinks the suite members that set their own train.rounds to the toy's two.
+func toySuite(suite []string) []string {
+	out := make([]string, len(suite))
+	for i, m := range suite {
+		out[i] = memberRounds.ReplaceAllString(m, "train.rounds=2")
+	}
+	return out
 }
 
 // toyCIFAR100 writes a small CIFAR-100 in the official binary layout (a coarse and a fine
@@ -85,6 +101,7 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 			if cfg, err = loadConfig(path, toySets(t, cfg, t.TempDir())); err != nil {
 				t.Fatal(err)
 			}
+			cfg.Suite = toySuite(cfg.Suite)
 			cfg = cfg.Resolved()
 			if len(cfg.Suite) > 0 {
 				_, err = experiment.RunSuite(context.Background(), cfg, nil)

@@ -78,7 +78,7 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 			cfg := filled(Config{Name: alg, Out: t.TempDir(),
 				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
 				Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
-				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
@@ -237,7 +237,7 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 	cfg := filled(Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
 		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
 		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
 		Novel:     NovelConfig{Epochs: 2}})
 	res, err := RunSuite(context.Background(), cfg, nil)

@@ -54,7 +54,7 @@ func TestShakespeareFedTP(t *testing.T) {
 			cfg.Model.Preset = "text-transformer"
 			cfg.Model.Depth, cfg.Model.Dim, cfg.Model.Heads, cfg.Model.HeadDim, cfg.Model.MLP = 1, 32, 2, 16, 64
 			cfg.Algorithm.Name = alg
-			cfg.Algorithm.Hyper.Embed, cfg.Algorithm.Hyper.Hidden, cfg.Algorithm.Hyper.LR = 8, 32, ptr(0.5)
+			cfg.Algorithm.Hyper.Embed, cfg.Algorithm.Hyper.Hidden, cfg.Algorithm.Hyper.LR = ptr(int64(8)), ptr(int64(32)), ptr(0.5)
 			cfg.Train.Rounds, cfg.Train.Participation, cfg.Train.Batch = 40, 0.5, 16
 			cfg.Train.LR, cfg.Train.Momentum, cfg.Train.EvalEvery = 0.2, 0.9, 10
 			res, err := Run(context.Background(), cfg, nil)

@@ -123,7 +123,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		}
 	}
 	if b := r.hooks.bind; b != nil {
-		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed}); err != nil {
+		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed, Batch: cfg.Batch}); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
 		}
@@ -421,7 +421,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	}
 	reg := r.hooks.penalty
 	per := r.hooks.perStep(phase)
-	ss, err := r.phaseState(m, phase, ph.Epochs, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
+	ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -116,9 +116,9 @@ type stepKey struct {
 
 // phaseState returns the run's step state for training m in phase, made on first use with
 // room for the longest plan of epochs epochs that any client's samples parts[c] can need,
-// rounded up to whole steps of per batches (plans are not shortened by a phase's step
-// limit, so it does not count).
-func (r *Run) phaseState(m model.Model, phase, epochs, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
+// rounded up to whole steps of per batches, and at most maxSteps steps when maxSteps > 0
+// (runSteps cuts a plan at the phase's step limit before loading it).
+func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
 	key := stepKey{m, phase}
 	if ss := r.steps[key]; ss != nil {
 		return ss, nil
@@ -128,6 +128,9 @@ func (r *Run) phaseState(m model.Model, phase, epochs, per int, parts [][]int, n
 		capacity = max(capacity, epochs*((len(part)+r.cfg.Batch-1)/r.cfg.Batch))
 	}
 	capacity = (capacity + per - 1) / per * per
+	if maxSteps > 0 {
+		capacity = min(capacity, maxSteps*per)
+	}
 	k := m.Params().List[0].T.Size(0)
 	ss, err := newStepState(r.cfg.Device, capacity, int(k), r.cfg.Batch, r.fed.Part.Noise != nil)
 	if err != nil {
@@ -172,8 +175,9 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	}
 	steps := (plan.Steps + per - 1) / per
 	padPlan(plan, steps*per)
-	if maxSteps > 0 {
-		steps = min(steps, maxSteps)
+	if maxSteps > 0 && maxSteps < steps {
+		steps = maxSteps
+		cutPlan(plan, steps*per) // the steps past the limit are never run: do not load them
 	}
 	cached := ss != nil
 	if !cached {
@@ -266,6 +270,19 @@ func padPlan(p *data.Plan, steps int) {
 	p.DY = append(p.DY, make([]int64, extra)...)
 	p.DX = append(p.DX, make([]int64, extra)...)
 	p.Flip = append(p.Flip, make([]bool, extra)...)
+	p.Steps = steps
+}
+
+// cutPlan shortens p to its first steps steps.
+func cutPlan(p *data.Plan, steps int) {
+	if steps >= p.Steps {
+		return
+	}
+	n := steps * p.K * p.B
+	p.Index, p.Mask, p.DY, p.DX, p.Flip = p.Index[:n], p.Mask[:n], p.DY[:n], p.DX[:n], p.Flip[:n]
+	for i, cs := range p.ClientSteps {
+		p.ClientSteps[i] = min(cs, steps)
+	}
 	p.Steps = steps
 }
 

@@ -188,6 +188,7 @@ type Env struct {
 	Device cuda.Device
 	DType  cuda.DType
 	Seed   uint64
+	Batch  int // the local batch size
 }
 
 // Binder is a Strategy that needs to see the run before the first round (FedRoD: every
