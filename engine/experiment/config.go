@@ -175,6 +175,34 @@ type AlgorithmConfig struct {
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
+	PFedGP    PFedGPConfig    `mapstructure:"pfedgp" json:"pfedgp"`
+}
+
+// PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
+// experiments/heterogenous_class_dist/trainer.py).
+type PFedGPConfig struct {
+	// EmbedDim is the embedding's width: the model's head is built with this many outputs
+	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);
+	// default 84 (--embed-dim).
+	EmbedDim int64 `mapstructure:"embed_dim" json:"embed_dim"`
+	// OutputScale and LengthScale are the RBF kernel's s and ℓ on L2-normalized
+	// embeddings, fixed (the official code never trains them); defaults 8 and 1.
+	OutputScale float64 `mapstructure:"outputscale" json:"outputscale"`
+	LengthScale float64 `mapstructure:"lengthscale" json:"lengthscale"`
+	// GibbsDraws and GibbsSteps are the parallel Gibbs chains and their sweeps per node in
+	// training; defaults 20 and 5 (--num-gibbs-draws-train, --num-gibbs-steps-train).
+	GibbsDraws int `mapstructure:"gibbs_draws" json:"gibbs_draws"`
+	GibbsSteps int `mapstructure:"gibbs_steps" json:"gibbs_steps"`
+	// EvalGibbsDraws and EvalGibbsSteps are the same at evaluation; defaults 30 and 5.
+	EvalGibbsDraws int `mapstructure:"eval_gibbs_draws" json:"eval_gibbs_draws"`
+	EvalGibbsSteps int `mapstructure:"eval_gibbs_steps" json:"eval_gibbs_steps"`
+	// Objective is "predictive" (the held-out part's predictive cross-entropy, the
+	// official default) or "marginal" (the augmented marginal likelihood); default
+	// predictive.
+	Objective string `mapstructure:"objective" json:"objective"`
+	// PredictRatio is the fraction of each branch's samples held out by the predictive
+	// objective; default 0.5 (--predict-ratio).
+	PredictRatio float64 `mapstructure:"predict_ratio" json:"predict_ratio"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -298,7 +326,9 @@ func DefaultConfig() Config {
 			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1},
+			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -376,7 +406,10 @@ func (c AlgorithmConfig) options() fl.Options {
 		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta}}
+			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
+		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
+			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
+			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}
