@@ -62,7 +62,10 @@ import (
 // autograd ops (normalize, batched matmul, exp) and the client's loss is
 // L + Σ_ij G_ij K_ij − stopgrad(Σ_ij G_ij K_ij): its value is L and its gradient with
 // respect to φ is exactly Σ_ij G_ij ∂K_ij/∂φ. The step waits for the host (HostStep: no
-// CUDA graph capture). Clients run in parallel on the host's cores.
+// CUDA graph capture). Clients, and each GP's chains, run in parallel on the host's cores.
+// Costs: a node of n training samples costs D·(S+1) factorizations of n×n (n³/3 flops
+// each) per step or evaluation, and an evaluation holds, for every client of its chunk,
+// each node's D factors until the next chunk (8·D·n² bytes: 240 MB at n = 1000, D = 30).
 //
 // Deviations from the official code, each deliberate:
 //   - Batches: the official trainer concatenates all of a client's training batches into
@@ -274,6 +277,7 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	if s.Err() != nil {
 		return nil
 	}
+	p.fitted = nil // an evaluation's classifiers are done with once training goes on
 	k, bs := int(z.Size(0)), int(z.Size(1))
 	if pass == nil || len(pass.Gens) != k {
 		s.Fail(fmt.Errorf("fl: pfedgp: the step needs one random stream per client (Pass.Gens) for its %d clients", k))

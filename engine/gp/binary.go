@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -132,7 +134,8 @@ func zOf(kap, omega []float64) *mat.VecDense {
 // as the official code (10 or 5 steps of 20 or 30 chains). f is drawn by pathwise
 // conditioning: f = f₀ + K(K + Ω⁻¹)⁻¹(Ω⁻¹κ − f₀ − ε) with f₀ ~ N(0, K) and ε ~ N(0, Ω⁻¹),
 // which has exactly that law and needs only the factors of K and K + Ω⁻¹ (the official
-// code factorizes Σ̃ itself). It returns the last ω of every chain, [draws][n].
+// code factorizes Σ̃ itself). Each chain draws from its own stream, seeded from r, and
+// the chains run in parallel. It returns the last ω of every chain, [draws][n].
 func Gibbs(k *mat.SymDense, left []bool, draws, steps int, r *rand.Rand) ([][]float64, error) {
 	n := k.SymmetricDim()
 	if n != len(left) {
@@ -145,26 +148,62 @@ func Gibbs(k *mat.SymDense, left []bool, draws, steps int, r *rand.Rand) ([][]fl
 	var l mat.TriDense
 	ck.LTo(&l)
 	kap := kappa(left)
+	seeds := make([][2]uint64, draws) // each chain's own stream, drawn first
+	for d := range seeds {
+		seeds[d] = [2]uint64{r.Uint64(), r.Uint64()}
+	}
 	omega := make([][]float64, draws)
-	for d := range omega {
-		f := priorDraw(&l, r)
+	err := forEach(draws, func(d int) error {
+		rd := rand.New(rand.NewPCG(seeds[d][0], seeds[d][1]))
+		f := priorDraw(&l, rd)
 		omega[d] = make([]float64, n)
 		for i := range omega[d] {
-			omega[d][i] = PG1(r, f.AtVec(i))
+			omega[d][i] = PG1(rd, f.AtVec(i))
 		}
-	}
-	for step := 0; step < steps; step++ {
-		for d := range omega {
-			f, err := conditional(k, &l, kap, omega[d], r)
+		for step := 0; step < steps; step++ {
+			f, err := conditional(k, &l, kap, omega[d], rd)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for i := range omega[d] {
-				omega[d][i] = PG1(r, f.AtVec(i))
+				omega[d][i] = PG1(rd, f.AtVec(i))
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return omega, nil
+}
+
+// forEach runs f(0..n−1) on up to GOMAXPROCS goroutines and returns the first error (by
+// index). The chains of a GP are independent, each with its own stream, so running them
+// in parallel changes no result.
+func forEach(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // priorDraw is f ~ N(0, K) = L·ε, L the lower Cholesky factor of K.
@@ -221,17 +260,21 @@ type Posterior struct {
 func NewPosterior(k *mat.SymDense, left []bool, omega [][]float64) (*Posterior, error) {
 	n := k.SymmetricDim()
 	kap := kappa(left)
-	p := &Posterior{n: n}
-	for _, w := range omega {
-		c, err := noisy(k, w)
+	p := &Posterior{n: n, chol: make([]*mat.Cholesky, len(omega)), alpha: make([]*mat.VecDense, len(omega))}
+	err := forEach(len(omega), func(d int) error {
+		c, err := noisy(k, omega[d])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a := mat.NewVecDense(n, nil)
-		if err := c.SolveVecTo(a, zOf(kap, w)); err != nil {
-			return nil, err
+		if err := c.SolveVecTo(a, zOf(kap, omega[d])); err != nil {
+			return err
 		}
-		p.chol, p.alpha = append(p.chol, c), append(p.alpha, a)
+		p.chol[d], p.alpha[d] = c, a
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -246,24 +289,37 @@ const minVar = 1e-10
 // [m] (with jitter).
 func (p *Posterior) Moments(ks *mat.Dense, kss []float64) (mean, variance [][]float64, err error) {
 	_, m := ks.Dims()
-	var v mat.Dense
-	for d, c := range p.chol {
-		if err := c.SolveTo(&v, ks); err != nil {
-			return nil, nil, err
+	mean, variance = make([][]float64, len(p.chol)), make([][]float64, len(p.chol))
+	err = forEach(len(p.chol), func(d int) error {
+		var v mat.Dense
+		if err := p.chol[d].SolveTo(&v, ks); err != nil {
+			return err
 		}
-		mu, va := make([]float64, m), make([]float64, m)
+		mu, q := kthMoments(ks, p.alpha[d], &v)
 		for j := 0; j < m; j++ {
-			var s, q float64
-			for i := 0; i < p.n; i++ {
-				kij := ks.At(i, j)
-				s += kij * p.alpha[d].AtVec(i)
-				q += kij * v.At(i, j)
-			}
-			mu[j], va[j] = s, math.Max(kss[j]-q, minVar)
+			q[j] = math.Max(kss[j]-q[j], minVar)
 		}
-		mean, variance = append(mean, mu), append(variance, va)
+		mean[d], variance[d] = mu, q
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return mean, variance, nil
+}
+
+// kthMoments returns K*ᵀα and the column sums of K* ∘ V (diag(K*ᵀV)) for ks [n, m].
+func kthMoments(ks *mat.Dense, alpha *mat.VecDense, v *mat.Dense) (mu, q []float64) {
+	n, m := ks.Dims()
+	mu, q = make([]float64, m), make([]float64, m)
+	for i := 0; i < n; i++ {
+		kr, vr, ai := ks.RawRowView(i), v.RawRowView(i), alpha.AtVec(i)
+		for j := 0; j < m; j++ {
+			mu[j] += kr[j] * ai
+			q[j] += kr[j] * vr[j]
+		}
+	}
+	return mu, q
 }
 
 // ProbLeft is P(left | x*) = (1/D)·Σ_d E_{N(μ*_d, σ²*_d)}[σ(f)] at new points: the
@@ -320,20 +376,16 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 		dMu, dV, pr []float64
 	}
 	draws := make([]draw, nd)
-	p := make([]float64, m)
-	for d, c := range post.chol {
+	err = forEach(nd, func(d int) error {
 		dr := &draws[d]
-		if err := c.SolveTo(&dr.v, kth); err != nil {
-			return 0, nil, nil, nil, err
+		if err := post.chol[d].SolveTo(&dr.v, kth); err != nil {
+			return err
 		}
 		dr.dMu, dr.dV, dr.pr = make([]float64, m), make([]float64, m), make([]float64, m)
+		mus, qs := kthMoments(kth, post.alpha[d], &dr.v)
 		for j := 0; j < m; j++ {
-			var mu, q float64
-			for i := 0; i < n; i++ {
-				mu += kth.At(i, j) * post.alpha[d].AtVec(i)
-				q += kth.At(i, j) * dr.v.At(i, j)
-			}
-			va := khh[j] - q
+			mu := mus[j]
+			va := khh[j] - qs[j]
 			clamped := va < minVar
 			if clamped {
 				va = minVar
@@ -343,6 +395,15 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 				dv = 0
 			}
 			dr.pr[j], dr.dMu[j], dr.dV[j] = pr, dm, dv
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	p := make([]float64, m)
+	for d := range draws {
+		for j, pr := range draws[d].pr {
 			p[j] += pr / float64(nd)
 		}
 	}
@@ -355,30 +416,45 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 		loss -= math.Log(q+logEps) / float64(m)
 		dp[j] = -sign / ((q + logEps) * float64(m))
 	}
-	dKtt, dKth, dKhh = mat.NewDense(n, n, nil), mat.NewDense(n, m, nil), make([]float64, m)
-	a, b := make([]float64, m), make([]float64, m)
-	va := mat.NewVecDense(n, nil)
+	type grads struct{ tt, th *mat.Dense }
+	per := make([]grads, nd)
+	dKhh = make([]float64, m)
 	for d := range draws {
+		for j := 0; j < m; j++ {
+			dKhh[j] += dp[j] * draws[d].dV[j] / float64(nd)
+		}
+	}
+	_ = forEach(nd, func(d int) error {
 		dr := &draws[d]
 		alpha := post.alpha[d]
+		a, b := make([]float64, m), make([]float64, m)
 		for j := 0; j < m; j++ {
 			a[j] = dp[j] * dr.dMu[j] / float64(nd)
 			b[j] = dp[j] * dr.dV[j] / float64(nd)
-			dKhh[j] += b[j]
 		}
-		va.MulVec(&dr.v, mat.NewVecDense(m, a)) // V a
-		for i := 0; i < n; i++ {
-			for j := 0; j < m; j++ {
-				dKth.Set(i, j, dKth.At(i, j)+alpha.AtVec(i)*a[j]-2*dr.v.At(i, j)*b[j])
-			}
-			for k := 0; k < n; k++ {
-				var s float64
-				for j := 0; j < m; j++ {
-					s += dr.v.At(i, j) * b[j] * dr.v.At(k, j)
-				}
-				dKtt.Set(i, k, dKtt.At(i, k)-va.AtVec(i)*alpha.AtVec(k)+s)
+		av := mat.NewVecDense(m, a)
+		va := mat.NewVecDense(n, nil)
+		va.MulVec(&dr.v, av) // V a
+		w := mat.NewDense(n, m, nil)
+		for i := 0; i < n; i++ { // W = V diag(b)
+			vr, wr := dr.v.RawRowView(i), w.RawRowView(i)
+			for j := range wr {
+				wr[j] = vr[j] * b[j]
 			}
 		}
+		th := mat.NewDense(n, m, nil)
+		th.Scale(-2, w)              // − 2 V diag(b)
+		th.RankOne(th, 1, alpha, av) // + α aᵀ
+		tt := mat.NewDense(n, n, nil)
+		tt.Mul(w, dr.v.T())           // V diag(b) Vᵀ
+		tt.RankOne(tt, -1, va, alpha) // − (V a) αᵀ
+		per[d] = grads{tt, th}
+		return nil
+	})
+	dKtt, dKth = per[0].tt, per[0].th
+	for d := 1; d < nd; d++ { // summed in chain order, whatever ran first
+		dKtt.Add(dKtt, per[d].tt)
+		dKth.Add(dKth, per[d].th)
 	}
 	return loss, dKtt, dKth, dKhh, nil
 }
@@ -396,32 +472,43 @@ func MarginalLoss(k *mat.SymDense, omega [][]float64, left []bool) (loss float64
 	n := k.SymmetricDim()
 	kap := kappa(left)
 	nd := float64(len(omega))
-	dK = mat.NewDense(n, n, nil)
-	var inv mat.SymDense
-	for _, w := range omega {
+	lls := make([]float64, len(omega))
+	per := make([]*mat.Dense, len(omega))
+	err = forEach(len(omega), func(d int) error {
+		w := omega[d]
 		c, err := noisy(k, w)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		z := zOf(kap, w)
 		alpha := mat.NewVecDense(n, nil)
 		if err := c.SolveVecTo(alpha, z); err != nil {
-			return 0, nil, err
+			return err
 		}
 		ll := -0.5*mat.Dot(z, alpha) - 0.5*c.LogDet() - float64(n)*math.Log(2)
 		for i, o := range w {
 			o = math.Max(o, minOmega)
 			ll += -0.5*math.Log(o) + 0.5*kap[i]*kap[i]/o
 		}
-		loss -= ll / (float64(n) * nd)
+		var inv mat.SymDense
 		if err := c.InverseTo(&inv); err != nil {
-			return 0, nil, err
+			return err
 		}
-		s := 0.5 / (float64(n) * nd)
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				dK.Set(i, j, dK.At(i, j)+s*(inv.At(i, j)-alpha.AtVec(i)*alpha.AtVec(j)))
-			}
+		g := mat.NewDense(n, n, nil)
+		g.Copy(&inv)
+		g.RankOne(g, -1, alpha, alpha)
+		g.Scale(0.5/(float64(n)*nd), g)
+		lls[d], per[d] = ll, g
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	dK = per[0]
+	for d, ll := range lls { // summed in chain order
+		loss -= ll / (float64(n) * nd)
+		if d > 0 {
+			dK.Add(dK, per[d])
 		}
 	}
 	return loss, dK, nil
