@@ -176,6 +176,7 @@ type AlgorithmConfig struct {
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
 	PFedHN    PFedHNConfig    `mapstructure:"pfedhn" json:"pfedhn"`
+	PFedGP    PFedGPConfig    `mapstructure:"pfedgp" json:"pfedgp"`
 }
 
 // PFedHNConfig is pFedHN's local training and clipping (the official code's values,
@@ -189,6 +190,33 @@ type PFedHNConfig struct {
 	// hypernetwork's update gradient (torch.nn.utils.clip_grad_norm_ at both places in the
 	// official code); default 50; 0: no clipping (FedTP's pFedHN baseline).
 	Clip float64 `mapstructure:"clip" json:"clip"`
+}
+
+// PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
+// experiments/heterogenous_class_dist/trainer.py).
+type PFedGPConfig struct {
+	// EmbedDim is the embedding's width: the model's head is built with this many outputs
+	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);
+	// default 84 (--embed-dim).
+	EmbedDim int64 `mapstructure:"embed_dim" json:"embed_dim"`
+	// OutputScale and LengthScale are the RBF kernel's s and ℓ on L2-normalized
+	// embeddings, fixed (the official code never trains them); defaults 8 and 1.
+	OutputScale float64 `mapstructure:"outputscale" json:"outputscale"`
+	LengthScale float64 `mapstructure:"lengthscale" json:"lengthscale"`
+	// GibbsDraws and GibbsSteps are the parallel Gibbs chains and their sweeps per node in
+	// training; defaults 20 and 5 (--num-gibbs-draws-train, --num-gibbs-steps-train).
+	GibbsDraws int `mapstructure:"gibbs_draws" json:"gibbs_draws"`
+	GibbsSteps int `mapstructure:"gibbs_steps" json:"gibbs_steps"`
+	// EvalGibbsDraws and EvalGibbsSteps are the same at evaluation; defaults 30 and 5.
+	EvalGibbsDraws int `mapstructure:"eval_gibbs_draws" json:"eval_gibbs_draws"`
+	EvalGibbsSteps int `mapstructure:"eval_gibbs_steps" json:"eval_gibbs_steps"`
+	// Objective is "predictive" (the held-out part's predictive cross-entropy, the
+	// official default) or "marginal" (the augmented marginal likelihood); default
+	// predictive.
+	Objective string `mapstructure:"objective" json:"objective"`
+	// PredictRatio is the fraction of each branch's samples held out by the predictive
+	// objective; default 0.5 (--predict-ratio).
+	PredictRatio float64 `mapstructure:"predict_ratio" json:"predict_ratio"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -319,7 +347,9 @@ func DefaultConfig() Config {
 			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50}},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
+			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -406,7 +436,11 @@ func (c AlgorithmConfig) options() fl.Options {
 		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
 			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
-		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip}}
+		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
+
+		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
+			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
+			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

@@ -328,3 +328,37 @@ func TestSimultaneousRunsOneWins(t *testing.T) {
 		t.Fatalf("metrics.jsonl has %d lines, want 2", len(lines))
 	}
 }
+
+// TestPFedGPRunsTwoRounds: pfedgp through the whole experiment path at toy size (the
+// ConvNet whose head becomes the 84-wide embedding, a pathological split, the GP keys):
+// two rounds, evaluated each round, a checkpoint whose evaluation reproduces the last
+// round's (the evaluation's GP draws come from fixed per-client streams), and a misspelt
+// objective refused with its key.
+func TestPFedGPRunsTwoRounds(t *testing.T) {
+	cfg := filled(Config{Name: "pfedgp", Out: t.TempDir(),
+		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
+		Algorithm: AlgorithmConfig{Name: "pfedgp", PFedGP: PFedGPConfig{GibbsDraws: 4, GibbsSteps: 2, EvalGibbsDraws: 5, EvalGibbsSteps: 2}},
+		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Summary
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || !(s.FinalMicro > 0) {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+	ev, rounds, err := Evaluate(res.Dir)
+	if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
+		t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+	}
+	var rc Config
+	b, _ = os.ReadFile(filepath.Join(res.Dir, "config.json"))
+	if err := json.Unmarshal(b, &rc); err != nil || rc.Algorithm.PFedGP.EmbedDim != 84 || rc.Algorithm.PFedGP.Objective != "predictive" {
+		t.Fatalf("config.json's pfedgp keys %+v, %v", rc.Algorithm.PFedGP, err)
+	}
+	cfg.Algorithm.PFedGP.Objective = "elbo"
+	if err := cfg.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedgp.objective") {
+		t.Fatalf("objective elbo: %v", err)
+	}
+}

@@ -290,14 +290,15 @@ func cutPlan(p *data.Plan, steps int) {
 // on (inside Round) and the state warm, a capture followed by a replay (capturing records
 // the step without running it); else the step eagerly. A capture that fails stops the run
 // with its error (the stream's memory pool may be unusable after it, so going on eagerly on
-// it is no safe fallback), naming train.eager as the way to train without graphs.
+// it is no safe fallback), naming train.eager as the way to train without graphs. A
+// HostStep strategy's steps always run eagerly.
 func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cuda.Scope)) error {
 	// Graphs run on the run's stream, which is current only inside Round; outside it (an
 	// evaluation's fine-tuning called on its own) the steps run eagerly, in stream order.
 	if ss.graph != nil && r.onRunStream {
 		return ss.graph.Replay()
 	}
-	if r.onRunStream && cached && ss.warm && !ss.captured {
+	if r.onRunStream && cached && ss.warm && !ss.captured && !r.hooks.host {
 		ss.captured = true
 		if err := r.capture(st, ss, body); err != nil {
 			r.graphErr = err
