@@ -26,6 +26,7 @@ type EvalResult struct {
 // Evaluate runs every client's personalized model (global shared part + its personal
 // rows) on its test split, EvalChunk clients per stacked pass.
 func (r *Run) Evaluate() (EvalResult, error) {
+	defer lockThread()() // its fine-tuning differentiates (see lockThread)
 	res := newEvalResult(len(r.fed.Part.Test))
 	if err := r.evaluateInto(&res, nil); err != nil {
 		return res, err
