@@ -16,8 +16,9 @@ import (
 
 // toySets shrinks a config to a toy size that runs in seconds on a CPU while keeping what
 // the config is about (its algorithms, suite members, partition, protocol and model
-// family): synthetic 3×32×32 images (or a tiny text in FedTP's Shakespeare layout), four
-// clients, two rounds, and a ViT or text Transformer of width 8 with the config's depth.
+// family): synthetic 3×32×32 images (or a tiny text in FedTP's Shakespeare layout), five
+// clients, two rounds, and a model of width 8 (a ViT or text Transformer with the config's
+// depth, a ResNet with one block per stage).
 func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	sets := []string{"device=cpu", "out=" + out, "train.rounds=2", "train.participation=0.4", "train.epochs=1",
 		"train.batch=16", "train.eval_every=1", "train.tail_rounds=1", "train.checkpoint_every=1", "data.clients=5",
@@ -43,6 +44,9 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	}
 	if p.Takes("Patch") {
 		sets = append(sets, "model.patch=16")
+	}
+	if cfg.Model.Preset == "resnet50" { // one Bottleneck per stage (a full ResNet-50 takes minutes here)
+		sets = append(sets, "model.depth=1")
 	}
 	if cfg.Model.Prefix.Mid != 0 {
 		sets = append(sets, "model.prefix.mid=4")

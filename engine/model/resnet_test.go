@@ -258,7 +258,15 @@ func TestResNetSpec(t *testing.T) {
 	if p, _ := m.Params().Get("conv1.weight"); !slices.Equal(p.Shape, []int64{64, 1, 7, 7}) {
 		t.Fatalf("conv1.weight %v", p.Shape)
 	}
-	for _, bad := range []Spec{{Preset: "resnet50", Depth: 3}, {Preset: "resnet50", Dim: 8}, {Preset: "resnet50", Vocab: 5}} {
+	small, err := Build(Spec{Preset: "resnet50", Classes: 10, Image: 32, Dim: 8, Depth: 1}, 1, cuda.CPU, cuda.Float32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if c := small.(*ResNet).Cfg; c.Stem != 8 || !slices.Equal(c.Widths, []int64{8, 16, 32, 64}) || !slices.Equal(c.Blocks, []int64{1, 1, 1, 1}) {
+		t.Fatalf("model.dim 8, model.depth 1 built %+v", c)
+	}
+	for _, bad := range []Spec{{Preset: "resnet50", Patch: 3}, {Preset: "resnet50", Heads: 8}, {Preset: "resnet50", Vocab: 5}} {
 		if _, err := bad.Builder(); err == nil || !strings.Contains(err.Error(), "has no") {
 			t.Errorf("%+v: %v", bad, err)
 		}

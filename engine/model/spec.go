@@ -23,7 +23,8 @@ type Spec struct {
 
 	// Sizes. ViTs and the text Transformer: Depth, Dim, Heads, HeadDim, MLP (Patch for
 	// ViTs). FocalNets: Depth sets every stage's depth, Dim the first stage's width (later
-	// stages double it), Patch the stem. ConvNets, ResNets and the LSTM: none.
+	// stages double it), Patch the stem. ResNets: Depth sets every stage's blocks, Dim the
+	// stem's and first stage's width (later stages double it). ConvNets and the LSTM: none.
 	Depth, Patch, Dim, Heads, HeadDim, MLP int64
 
 	// Plug-ins of the ViTs (zero: the preset's) and FocalNet's focal levels. A non-zero
@@ -60,7 +61,7 @@ var takes = map[family][]string{
 	familyConv:   {"Classes", "Image", "Channels"},
 	familyText:   {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
 	familyLSTM:   {"Vocab", "SeqLen"},
-	familyResNet: {"Classes", "Image", "Channels"},
+	familyResNet: {"Classes", "Image", "Channels", "Depth", "Dim"},
 }
 
 // Takes reports whether the preset's family reads the Spec field named field ("Depth").
@@ -197,6 +198,15 @@ func (s Spec) Builder() (Factory, error) {
 	case familyResNet:
 		c := p.resnet(classes)
 		c.Image, c.Channels = or(s.Image, c.Image), or(s.Channels, c.Channels)
+		if s.Dim != 0 { // the stem's and first stage's width; each later stage doubles it
+			c.Stem = s.Dim
+			for i := range c.Widths {
+				c.Widths[i] = s.Dim << i
+			}
+		}
+		if s.Depth != 0 {
+			c.Blocks = slices.Repeat([]int64{s.Depth}, len(c.Blocks))
+		}
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
