@@ -364,6 +364,11 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 	}
+	tb, err := openTB(dir, run.History, run.Novel())
+	if err != nil {
+		return nil, fmt.Errorf("tensorboard: %w", err)
+	}
+	defer tb.Close()
 	start := time.Now()
 	samples := 0
 	first := len(run.History)
@@ -378,6 +383,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		samples += m.Samples
 		if err := enc.Encode(roundLine(m)); err != nil {
+			return nil, err
+		}
+		if err := tb.add(m); err != nil {
 			return nil, err
 		}
 		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
