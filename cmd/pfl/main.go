@@ -11,6 +11,7 @@
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
+//	pfl maps <run>        attention rollout / focal modulation maps from the last checkpoints
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 package main
 
@@ -36,6 +37,7 @@ var commands = []command{
 	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
+	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
 }

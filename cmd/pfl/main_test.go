@@ -46,6 +46,11 @@ func TestCLI(t *testing.T) {
 		{[]string{"plot", "-out", tmp + "/compare.svg", tmp + "/quickstart-fmnist"}, 0, "wrote"},
 		{[]string{"eval", "-clients", tmp + "/quickstart-fmnist"}, 0, "client   3"},
 		{[]string{"eval"}, 2, "usage: pfl eval"},
+		{[]string{"maps"}, 2, "usage: pfl maps"},
+		{[]string{"maps", "-images", "0", tmp + "/demo-fedtp-fmnist"}, 1, "-images"},
+		{[]string{"maps", "-clients", "0,x", tmp + "/demo-fedtp-fmnist"}, 1, "-clients"},
+		{[]string{"maps", tmp + "/quickstart-fmnist"}, 1, "neither attention nor focal modulation"},
+		{[]string{"maps", "-images", "2", "-clients", "0,4", tmp + "/demo-fedtp-fmnist"}, 0, "maps/client4.png"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
