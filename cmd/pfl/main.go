@@ -12,6 +12,7 @@
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
 //	pfl maps <run>        attention rollout / focal modulation maps from the last checkpoints
+//	pfl tsne <run>        t-SNE of a FedTP or TransFed run's client embeddings
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 package main
 
@@ -38,6 +39,7 @@ var commands = []command{
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
 	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
+	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
 }

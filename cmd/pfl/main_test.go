@@ -51,6 +51,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"maps", "-clients", "0,x", tmp + "/demo-fedtp-fmnist"}, 1, "-clients"},
 		{[]string{"maps", tmp + "/quickstart-fmnist"}, 1, "neither attention nor focal modulation"},
 		{[]string{"maps", "-images", "2", "-clients", "0,4", tmp + "/demo-fedtp-fmnist"}, 0, "maps/client4.png"},
+		{[]string{"tsne", tmp + "/demo-fedtp-fmnist"}, 0, "fedtp/embeddings_tsne.png"},
+		{[]string{"tsne", tmp + "/quickstart-fmnist"}, 1, "embeddings.csv"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -25,6 +25,9 @@ func TestMaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(res.Dir, "fedtp", "embeddings_tsne.png")); err != nil {
+		t.Errorf("fedtp's t-SNE: %v", err)
+	}
 	info, err := Maps(res.Dir, MapOptions{Images: 3, Clients: []int{1, 3}, Side: 64})
 	if err != nil {
 		t.Fatal(err)

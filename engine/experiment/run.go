@@ -420,6 +420,11 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	if err := exportEmbeddings(dir, run); err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "embeddings.csv")); err == nil && run.Clients() > 1 {
+		if err := EmbeddingTSNE(dir); err != nil {
+			return nil, fmt.Errorf("embeddings: %w", err)
+		}
+	}
 	return res, nil
 }
 
