@@ -53,6 +53,10 @@ func TestCLI(t *testing.T) {
 		{[]string{"maps", "-images", "2", "-clients", "0,4", tmp + "/demo-fedtp-fmnist"}, 0, "maps/client4.png"},
 		{[]string{"tsne", tmp + "/demo-fedtp-fmnist"}, 0, "fedtp/embeddings_tsne.png"},
 		{[]string{"tsne", tmp + "/quickstart-fmnist"}, 1, "embeddings.csv"},
+		{[]string{"report"}, 2, "usage: pfl report"},
+		{[]string{"report", tmp + "/demo-fedtp-fmnist"}, 0, "demo-fedtp-fmnist/fedtp/report.html"},
+		{[]string{"report", tmp + "/quickstart-fmnist"}, 0, "quickstart-fmnist/report.html"},
+		{[]string{"report", tmp + "/none"}, 1, "config.json"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -364,6 +364,10 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 	}
+	dev, _ := cuda.ParseDevice(cfg.Device)
+	if err := recordMachine(dir, dev, resume); err != nil {
+		return nil, err
+	}
 	tb, err := openTB(dir, run.History, run.Novel())
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
