@@ -73,7 +73,7 @@ func Report(dir string) ([]string, error) {
 	}
 	for _, r := range runs {
 		page := runPage(r, runs, suiteFlat)
-		path := filepath.Join(r.dir, "report.html")
+		path := filepath.Join(dir, filepath.Base(r.dir), "report.html")
 		if err := writePage(path, page); err != nil {
 			return written, err
 		}
@@ -480,6 +480,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+td { white-space: nowrap; }
 th { background: #f0f0f0; }
 td.name, th.name, td.key { text-align: left; }
 nav a { margin-right: 1em; }
