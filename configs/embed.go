@@ -9,6 +9,6 @@ import "embed"
 //go:embed *.yaml
 var Files embed.FS
 
-// Demo is the name of the default experiment: FedTP against four baselines on
-// Fashion-MNIST, a few minutes on two CPU cores.
-const Demo = "demo-fedtp-fmnist.yaml"
+// Demo is the name of the default experiment: FedTP, FedPerfix and TransFed with FedAvg and
+// Local on Fashion-MNIST, a few minutes on two CPU cores.
+const Demo = "demo-fmnist.yaml"

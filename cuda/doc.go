@@ -41,5 +41,7 @@
 // libtorch keeps grad mode, autocast and the current CUDA stream per OS thread. Every
 // native call installs the modes of its Scope for its own duration, so a call is correct
 // on whatever thread it runs; still, drive libtorch from one goroutine locked to its OS
-// thread (Pinned does that), as CUDA-graph capture requires it.
+// thread (Pinned does that), as CUDA-graph capture requires it, and because autograd numbers
+// its nodes from a per-thread counter: a graph built across two threads is differentiated
+// in another order, which changes the float rounding of its gradients.
 package cuda

@@ -134,7 +134,8 @@ func (w Workload) Small() Workload {
 	w.Warmup, w.Measure = 1, 1
 	w.Model.Image = min(w.Model.Image, cifarSide)
 	w.Model.Depth = 2
-	w.Algorithm.Hyper.Hidden = 16
+	hidden := int64(16)
+	w.Algorithm.Hyper.Hidden = &hidden
 	w.EvalChunk = 0
 	return w
 }
@@ -183,7 +184,7 @@ func (w Workload) experiment() experiment.Config {
 	if len(w.Algorithm.Generate) > 0 {
 		cfg.Algorithm.Generate = w.Algorithm.Generate
 	}
-	if w.Algorithm.Hyper.Hidden > 0 {
+	if w.Algorithm.Hyper.Hidden != nil {
 		cfg.Algorithm.Hyper.Hidden = w.Algorithm.Hyper.Hidden
 	}
 	d := &cfg.Data

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"pfl/configs"
 	"pfl/engine/experiment"
 	"pfl/engine/model"
+	"pfl/internal/testenv"
 )
 
 // toySets shrinks a config to a toy size that runs in seconds on a CPU while keeping what
@@ -28,14 +29,17 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	}
 	switch kind, _, _ := strings.Cut(cfg.Data.Dataset, ":"); {
 	case p.IsText():
-		sets = append(sets, "data.dataset=shakespeare:"+toyShakespeare(t), "data.seq_len=6")
+		sets = append(sets, "data.dataset=shakespeare:"+testenv.WriteShakespeare(t, 5), "data.seq_len=6")
 	case kind == "cifar100":
 		sets = append(sets, "data.dataset=cifar100:"+toyCIFAR100(t))
 	default:
 		sets = append(sets, "data.dataset=synthetic:400:10:100")
 	}
-	if p.Takes("Dim") {
-		sets = append(sets, "model.dim=8", "model.heads=2", "model.head_dim=4", "model.mlp=8")
+	for _, k := range []struct{ field, set string }{{"Dim", "model.dim=8"}, {"Heads", "model.heads=2"},
+		{"HeadDim", "model.head_dim=4"}, {"MLP", "model.mlp=8"}} {
+		if p.Takes(k.field) { // a FocalNet takes a width but no heads
+			sets = append(sets, k.set)
+		}
 	}
 	if p.Takes("Patch") {
 		sets = append(sets, "model.patch=16")
@@ -44,6 +48,18 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 		sets = append(sets, "model.prefix.mid=4")
 	}
 	return sets
+}
+
+// memberRounds is a suite member's own train.rounds (pFedHN-T's doubled rounds).
+var memberRounds = regexp.MustCompile(`train\.rounds\s*=\s*\d+`)
+
+// toySuite shrinks the suite members that set their own train.rounds to the toy's two.
+func toySuite(suite []string) []string {
+	out := make([]string, len(suite))
+	for i, m := range suite {
+		out[i] = memberRounds.ReplaceAllString(m, "train.rounds=2")
+	}
+	return out
 }
 
 // toyCIFAR100 writes a small CIFAR-100 in the official binary layout (a coarse and a fine
@@ -67,24 +83,6 @@ func toyCIFAR100(t *testing.T) string {
 	return dir
 }
 
-// toyShakespeare writes five roles' texts in FedTP's Shakespeare layout.
-func toyShakespeare(t *testing.T) string {
-	dir := t.TempDir()
-	for r := 0; r < 5; r++ {
-		line := fmt.Sprintf("ROLE%d: %s. ", r, strings.Repeat(string(rune('a'+r)), 3+r))
-		for part, n := range map[string]int{"train.txt": 12, "test.txt": 4} {
-			p := filepath.Join(dir, fmt.Sprintf("role_%02d", r), part)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(strings.Repeat(line, n)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dir
-}
-
 // TestEveryConfigRunsTwoRoundsAtToySize: every preset of configs/ decodes, validates and
 // runs two rounds (every suite member, every evaluation protocol and partition it names)
 // at toy size, so a config cannot name a key, member or combination that fails to run.
@@ -103,6 +101,7 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 			if cfg, err = loadConfig(path, toySets(t, cfg, t.TempDir())); err != nil {
 				t.Fatal(err)
 			}
+			cfg.Suite = toySuite(cfg.Suite)
 			cfg = cfg.Resolved()
 			if len(cfg.Suite) > 0 {
 				_, err = experiment.RunSuite(context.Background(), cfg, nil)

@@ -75,6 +75,15 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PFedMe.InnerSteps = 0 }, "algorithm.pfedme.inner_steps"},
 		{func(c *Config) { c.Algorithm.PFedMe.PersonalLR = ptr(-1.0) }, "algorithm.pfedme.personal_lr"},
 		{func(c *Config) { c.Algorithm.PFedMe.Beta = -1 }, "algorithm.pfedme.beta"},
+		{func(c *Config) { c.Algorithm.PFedGP.EmbedDim = 0 }, "algorithm.pfedgp.embed_dim"},
+		{func(c *Config) { c.Algorithm.PFedGP.OutputScale = 0 }, "algorithm.pfedgp.outputscale"},
+		{func(c *Config) { c.Algorithm.PFedGP.LengthScale = -1 }, "algorithm.pfedgp.lengthscale"},
+		{func(c *Config) { c.Algorithm.PFedGP.GibbsDraws = 0 }, "algorithm.pfedgp.gibbs_draws"},
+		{func(c *Config) { c.Algorithm.PFedGP.GibbsSteps = -1 }, "algorithm.pfedgp.gibbs_steps"},
+		{func(c *Config) { c.Algorithm.PFedGP.EvalGibbsDraws = 0 }, "algorithm.pfedgp.eval_gibbs_draws"},
+		{func(c *Config) { c.Algorithm.PFedGP.EvalGibbsSteps = -2 }, "algorithm.pfedgp.eval_gibbs_steps"},
+		{func(c *Config) { c.Algorithm.PFedGP.Objective = "elbo" }, "algorithm.pfedgp.objective"},
+		{func(c *Config) { c.Algorithm.PFedGP.PredictRatio = 1 }, "algorithm.pfedgp.predict_ratio"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)

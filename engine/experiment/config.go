@@ -159,7 +159,7 @@ type AlgorithmConfig struct {
 	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
 	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
 	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
-	// [focal_f]).
+	// [focal_f]); pfedhn generates every trainable parameter and refuses it.
 	Generate []string `mapstructure:"generate" json:"generate"`
 	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
 	// local: roles from `pfl models` and block indices (every parameter of block i, as the
@@ -175,6 +175,48 @@ type AlgorithmConfig struct {
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
+	PFedHN    PFedHNConfig    `mapstructure:"pfedhn" json:"pfedhn"`
+	PFedGP    PFedGPConfig    `mapstructure:"pfedgp" json:"pfedgp"`
+}
+
+// PFedHNConfig is pFedHN's local training and clipping (the official code's values,
+// AvivSham/pFedHN experiments/pfedhn/trainer.py; its hypernetwork is algorithm.hyper).
+type PFedHNConfig struct {
+	// InnerSteps is K, the local SGD steps of every client per round, whatever its data
+	// size (train.epochs is not read); default 50 (--inner-steps, the paper's K). 0 trains
+	// train.epochs epochs instead, as FedTP's pFedHN baseline.
+	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
+	// Clip bounds the L2 norm of each client's gradient at every local step and of the
+	// hypernetwork's update gradient (torch.nn.utils.clip_grad_norm_ at both places in the
+	// official code); default 50; 0: no clipping (FedTP's pFedHN baseline).
+	Clip float64 `mapstructure:"clip" json:"clip"`
+}
+
+// PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
+// experiments/heterogenous_class_dist/trainer.py).
+type PFedGPConfig struct {
+	// EmbedDim is the embedding's width: the model's head is built with this many outputs
+	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);
+	// default 84 (--embed-dim).
+	EmbedDim int64 `mapstructure:"embed_dim" json:"embed_dim"`
+	// OutputScale and LengthScale are the RBF kernel's s and ℓ on L2-normalized
+	// embeddings, fixed (the official code never trains them); defaults 8 and 1.
+	OutputScale float64 `mapstructure:"outputscale" json:"outputscale"`
+	LengthScale float64 `mapstructure:"lengthscale" json:"lengthscale"`
+	// GibbsDraws and GibbsSteps are the parallel Gibbs chains and their sweeps per node in
+	// training; defaults 20 and 5 (--num-gibbs-draws-train, --num-gibbs-steps-train).
+	GibbsDraws int `mapstructure:"gibbs_draws" json:"gibbs_draws"`
+	GibbsSteps int `mapstructure:"gibbs_steps" json:"gibbs_steps"`
+	// EvalGibbsDraws and EvalGibbsSteps are the same at evaluation; defaults 30 and 5.
+	EvalGibbsDraws int `mapstructure:"eval_gibbs_draws" json:"eval_gibbs_draws"`
+	EvalGibbsSteps int `mapstructure:"eval_gibbs_steps" json:"eval_gibbs_steps"`
+	// Objective is "predictive" (the held-out part's predictive cross-entropy, the
+	// official default) or "marginal" (the augmented marginal likelihood); default
+	// predictive.
+	Objective string `mapstructure:"objective" json:"objective"`
+	// PredictRatio is the fraction of each branch's samples held out by the predictive
+	// objective; default 0.5 (--predict-ratio).
+	PredictRatio float64 `mapstructure:"predict_ratio" json:"predict_ratio"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -228,20 +270,26 @@ type KNNConfig struct {
 	Weight float64 `mapstructure:"weight" json:"weight"` // weight of the neighbours' vote against the model's softmax; default 0.6
 }
 
-// HyperConfig is the hypernetwork of FedTP and TransFed and its optimizer (FedTP's official
-// code's values).
+// HyperConfig is the hypernetwork of FedTP, TransFed and pFedHN and its optimizer (FedTP's
+// official code's values; pFedHN's official code uses the same trunk depth, momentum and
+// weight decay).
 type HyperConfig struct {
-	Embed       int64    `mapstructure:"embed" json:"embed"`               // client-embedding width; default 128 (paper's novel-client study: 32)
-	Hidden      int64    `mapstructure:"hidden" json:"hidden"`             // trunk width; default 150
-	Layers      int      `mapstructure:"layers" json:"layers"`             // trunk linear layers; default 4
+	// Embed is the client-embedding width. Unset: the algorithm's own: fedtp and transfed
+	// 128 (FedTP's code; its paper's novel-client study: 32), pfedhn 1 + ⌊N/4⌋ for N
+	// clients (pFedHN's code, --embed-dim -1).
+	Embed *int64 `mapstructure:"embed" json:"embed"`
+	// Hidden is the trunk width. Unset: fedtp and transfed 150 (FedTP's code), pfedhn 100
+	// (pFedHN's code, --hyper-hid).
+	Hidden      *int64   `mapstructure:"hidden" json:"hidden"`
+	Layers      int      `mapstructure:"layers" json:"layers"`             // trunk linear layers; default 4 (both codes: one input layer, --n-hidden 3)
 	LR          *float64 `mapstructure:"lr" json:"lr"`                     // β; default (unset) train.lr (the official code uses --lr for both)
 	Momentum    float64  `mapstructure:"momentum" json:"momentum"`         // default 0.9; 0 for none
 	WeightDecay float64  `mapstructure:"weight_decay" json:"weight_decay"` // default 1e-3; 0 for none
 	// Rank is the rank of low-rank heads: each generated matrix W [out, in] is W0 + U V
 	// with U [out, r], V [r, in] from two heads and W0 a learned shared base (engine/hyper);
 	// 0 is one full head per generated parameter, as FedTP. Unset: the algorithm's own
-	// (fedtp 0; transfed 0 while the full heads hold at most 2^28 parameters, else 32:
-	// full heads on focalnet-cifar, rank 32 on FocalNet-T).
+	// (fedtp 0; transfed and pfedhn 0 while the full heads hold at most 2^28 parameters,
+	// else 32: transfed keeps full heads on focalnet-cifar and takes rank 32 on FocalNet-T).
 	Rank *int64 `mapstructure:"rank" json:"rank"`
 }
 
@@ -287,7 +335,8 @@ type TrainConfig struct {
 
 // DefaultConfig is the configuration with every documented default; a program or config
 // file sets the fields it wants on it. The name, novel.lr and algorithm.hyper.lr are left
-// unset: they follow the algorithm, the model and train.lr (Resolved fills them in).
+// unset: they follow the algorithm, the model and train.lr (Resolved fills them in);
+// algorithm.hyper.embed, .hidden and .rank are left unset: the algorithm chooses.
 func DefaultConfig() Config {
 	return Config{
 		Out: "runs", Device: "cpu", Seed: 1,
@@ -295,10 +344,12 @@ func DefaultConfig() Config {
 			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "auto", SeqLen: 80},
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
-			Hyper: HyperConfig{Embed: 128, Hidden: 150, Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
+			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
+			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -349,6 +400,14 @@ func autoNormalize(dataset string) string {
 	return "dataset"
 }
 
+// valueOf reads an optional size: 0 (the algorithm's own) when unset.
+func valueOf(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 // lrOf reads an optional learning rate that Resolved has filled.
 func lrOf(p *float64) float64 {
 	if p == nil {
@@ -369,14 +428,19 @@ func (c AlgorithmConfig) options() fl.Options {
 	h := c.Hyper
 	roles, _ := generatedRoles(c.Generate)
 	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
-		Hyper: hyper.Config{Embed: h.Embed, Hidden: h.Hidden, Layers: h.Layers,
+		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
 		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta}}
+			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
+		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
+
+		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
+			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
+			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

@@ -12,9 +12,10 @@ import (
 	"pfl/engine/hyper"
 )
 
-// exportEmbeddings writes the client embeddings z_i of FedTP's or TransFed's hypernetwork
-// to dir/embeddings.csv, one row per client (client, novel, z...), for the t-SNE view of
-// FedTP's Fig. 9 and TransFed's Fig. 4. Runs without a hypernetwork write nothing.
+// exportEmbeddings writes the client embeddings z_i of FedTP's, TransFed's or pFedHN's
+// hypernetwork to dir/embeddings.csv, one row per client (client, novel, z...), for the
+// t-SNE view of FedTP's Fig. 9 and TransFed's Fig. 4. Runs without a hypernetwork write
+// nothing.
 func exportEmbeddings(dir string, run *fl.Run) error {
 	f, ok := run.Strategy().(interface{ Net() *hyper.Net })
 	if !ok || f.Net() == nil {

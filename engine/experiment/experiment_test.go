@@ -78,7 +78,7 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 			cfg := filled(Config{Name: alg, Out: t.TempDir(),
 				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
 				Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
-				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
@@ -237,7 +237,7 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 	cfg := filled(Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
 		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
 		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
 		Novel:     NovelConfig{Epochs: 2}})
 	res, err := RunSuite(context.Background(), cfg, nil)
@@ -326,5 +326,39 @@ func TestSimultaneousRunsOneWins(t *testing.T) {
 	}
 	if lines := metricsWithoutTimes(t, filepath.Join(cfg.Out, cfg.Name)); len(lines) != 2 {
 		t.Fatalf("metrics.jsonl has %d lines, want 2", len(lines))
+	}
+}
+
+// TestPFedGPRunsTwoRounds: pfedgp through the whole experiment path at toy size (the
+// ConvNet whose head becomes the 84-wide embedding, a pathological split, the GP keys):
+// two rounds, evaluated each round, a checkpoint whose evaluation reproduces the last
+// round's (the evaluation's GP draws come from fixed per-client streams), and a misspelt
+// objective refused with its key.
+func TestPFedGPRunsTwoRounds(t *testing.T) {
+	cfg := filled(Config{Name: "pfedgp", Out: t.TempDir(),
+		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
+		Algorithm: AlgorithmConfig{Name: "pfedgp", PFedGP: PFedGPConfig{GibbsDraws: 4, GibbsSteps: 2, EvalGibbsDraws: 5, EvalGibbsSteps: 2}},
+		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Summary
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || !(s.FinalMicro > 0) {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+	ev, rounds, err := Evaluate(res.Dir)
+	if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
+		t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
+	}
+	var rc Config
+	b, _ = os.ReadFile(filepath.Join(res.Dir, "config.json"))
+	if err := json.Unmarshal(b, &rc); err != nil || rc.Algorithm.PFedGP.EmbedDim != 84 || rc.Algorithm.PFedGP.Objective != "predictive" {
+		t.Fatalf("config.json's pfedgp keys %+v, %v", rc.Algorithm.PFedGP, err)
+	}
+	cfg.Algorithm.PFedGP.Objective = "elbo"
+	if err := cfg.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedgp.objective") {
+		t.Fatalf("objective elbo: %v", err)
 	}
 }

@@ -17,9 +17,9 @@ import (
 // memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
 // before any activation: float32 parameters for the global model, the K-client training
 // model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
-// every client's stored personal parameters, plus (FedTP, TransFed) the hypernetwork's
-// parameters and their momentum (full heads: about hidden × the generated parameters of
-// one client; low-rank heads far fewer). It builds the model with shapes only (nothing is
+// every client's stored personal parameters, plus (FedTP, TransFed, pFedHN) the
+// hypernetwork's parameters and their momentum (full heads: about hidden × the generated
+// parameters of one client; low-rank heads far fewer). It builds the model with shapes only (nothing is
 // allocated), wrapped as the algorithm wraps it (Ditto: two copies), and counts in
 // float64, so absurd sizes cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {

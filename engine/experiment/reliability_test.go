@@ -65,6 +65,10 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Train.Participation = 0 }, "train.participation"},
 		{func(c *Config) { c.Algorithm.Mu = -1 }, "algorithm.mu"},
 		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
+		{func(c *Config) { c.Algorithm.Hyper.Hidden = new(int64) }, "algorithm.hyper.hidden"},
+		{func(c *Config) { c.Algorithm.PFedHN.InnerSteps = -1 }, "algorithm.pfedhn.inner_steps"},
+		{func(c *Config) { c.Algorithm.PFedHN.Clip = nan }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { c.Algorithm.Name, c.Algorithm.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
 		{func(c *Config) { c.Name = "../x" }, "name"},
 		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
 		{func(c *Config) { c.Model.Prefix.Mid = 8 }, "model.prefix"},                                    // convnet takes no plug-ins

@@ -2,39 +2,20 @@ package experiment
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/internal/testenv"
 )
 
-// shakespeareLine is role r's line in writeShakespeare's dataset.
-func shakespeareLine(r int) string {
-	return fmt.Sprintf("ROLE%d: %s. ", r, strings.Repeat(string(rune('a'+r)), 3+r))
-}
-
-// writeShakespeare writes a small dataset in FedTP's Shakespeare layout: each role repeats
-// its own line (12 times for training, 4 for testing), so the next character is learnable
-// and depends on the role.
-func writeShakespeare(t *testing.T, roles int) string {
-	t.Helper()
-	dir := t.TempDir()
-	for r := 0; r < roles; r++ {
-		line := shakespeareLine(r)
-		for part, n := range map[string]int{"train.txt": 12, "test.txt": 4} {
-			p := filepath.Join(dir, fmt.Sprintf("role_%02d", r), part)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(strings.Repeat(line, n)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dir
-}
+// shakespeareLine and writeShakespeare are the shared test dataset's.
+var (
+	shakespeareLine  = testenv.ShakespeareLine
+	writeShakespeare = testenv.WriteShakespeare
+)
 
 // blindCharAccuracy is the best character accuracy on writeShakespeare's test texts of a
 // predictor that never reads the characters it is given, even one that knows each role's
@@ -73,7 +54,7 @@ func TestShakespeareFedTP(t *testing.T) {
 			cfg.Model.Preset = "text-transformer"
 			cfg.Model.Depth, cfg.Model.Dim, cfg.Model.Heads, cfg.Model.HeadDim, cfg.Model.MLP = 1, 32, 2, 16, 64
 			cfg.Algorithm.Name = alg
-			cfg.Algorithm.Hyper.Embed, cfg.Algorithm.Hyper.Hidden, cfg.Algorithm.Hyper.LR = 8, 32, ptr(0.5)
+			cfg.Algorithm.Hyper.Embed, cfg.Algorithm.Hyper.Hidden, cfg.Algorithm.Hyper.LR = ptr(int64(8)), ptr(int64(32)), ptr(0.5)
 			cfg.Train.Rounds, cfg.Train.Participation, cfg.Train.Batch = 40, 0.5, 16
 			cfg.Train.LR, cfg.Train.Momentum, cfg.Train.EvalEvery = 0.2, 0.9, 10
 			res, err := Run(context.Background(), cfg, nil)

@@ -22,7 +22,7 @@ func TestTransFedSuite(t *testing.T) {
 		Suite:     []string{"transfed", "transfed-r4: algorithm.name=transfed; algorithm.hyper.rank=4", "vanilla-c-t"},
 		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
 		Model:     ModelConfig{Preset: "focalnet-cifar", Depth: 1},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: 8, Hidden: 16}},
+		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {

@@ -23,9 +23,9 @@ import (
 
 // Embeddings are a run's client embeddings (embeddings.csv).
 type Embeddings struct {
-	Clients []int
-	Novel   []bool
-	Z       [][]float64
+	Clients []int       // the client of each row
+	Novel   []bool      // whether it was held out of training
+	Z       [][]float64 // its embedding
 }
 
 // ReadEmbeddings reads dir/embeddings.csv (client, novel, z0, z1, ...).

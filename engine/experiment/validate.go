@@ -238,9 +238,16 @@ func (c Config) validateAlgorithm(k *checker) {
 	if a.Generate != nil && len(a.Generate) == 0 {
 		k.fail("algorithm.generate", "empty; list at least one role, or leave it unset for the algorithm's own")
 	}
+	if a.Name == "pfedhn" && a.Generate != nil {
+		k.fail("algorithm.generate", "set, but algorithm pfedhn generates every trainable parameter; remove it")
+	}
 	h := a.Hyper
-	k.atLeast("algorithm.hyper.embed", h.Embed, 1)
-	k.atLeast("algorithm.hyper.hidden", h.Hidden, 1)
+	if h.Embed != nil {
+		k.atLeast("algorithm.hyper.embed", *h.Embed, 1)
+	}
+	if h.Hidden != nil {
+		k.atLeast("algorithm.hyper.hidden", *h.Hidden, 1)
+	}
 	k.atLeast("algorithm.hyper.layers", int64(h.Layers), 1)
 	if h.LR != nil {
 		k.real("algorithm.hyper.lr", *h.LR, 0, inf, "(]")
@@ -276,6 +283,18 @@ func (c Config) validateAlgorithm(k *checker) {
 		k.real("algorithm.pfedme.personal_lr", *a.PFedMe.PersonalLR, 0, inf, "(]")
 	}
 	k.real("algorithm.pfedme.beta", a.PFedMe.Beta, 0, inf, "(]")
+	k.atLeast("algorithm.pfedhn.inner_steps", int64(a.PFedHN.InnerSteps), 0)
+	k.real("algorithm.pfedhn.clip", a.PFedHN.Clip, 0, inf, "[]")
+	g := a.PFedGP
+	k.atLeast("algorithm.pfedgp.embed_dim", g.EmbedDim, 1)
+	k.real("algorithm.pfedgp.outputscale", g.OutputScale, 0, inf, "(]")
+	k.real("algorithm.pfedgp.lengthscale", g.LengthScale, 0, inf, "(]")
+	k.atLeast("algorithm.pfedgp.gibbs_draws", int64(g.GibbsDraws), 1)
+	k.atLeast("algorithm.pfedgp.gibbs_steps", int64(g.GibbsSteps), 0)
+	k.atLeast("algorithm.pfedgp.eval_gibbs_draws", int64(g.EvalGibbsDraws), 1)
+	k.atLeast("algorithm.pfedgp.eval_gibbs_steps", int64(g.EvalGibbsSteps), 0)
+	k.oneOf("algorithm.pfedgp.objective", g.Objective, "predictive", "marginal")
+	k.real("algorithm.pfedgp.predict_ratio", g.PredictRatio, 0, 1, "()")
 }
 
 func (c Config) validateTrain(k *checker) {

@@ -26,6 +26,7 @@ type EvalResult struct {
 // Evaluate runs every client's personalized model (global shared part + its personal
 // rows) on its test split, EvalChunk clients per stacked pass.
 func (r *Run) Evaluate() (EvalResult, error) {
+	defer lockThread()() // its fine-tuning differentiates (see lockThread)
 	res := newEvalResult(len(r.fed.Part.Test))
 	if err := r.evaluateInto(&res, nil); err != nil {
 		return res, err
@@ -180,11 +181,23 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 	defer dp.Close()
 	s.SetGradEnabled(false)
 	var knn KNN
-	var mem *memory
+	var mem *Embedded
 	if mz := r.hooks.memory; mz != nil {
 		knn = mz.Memory()
-		if mem, err = r.buildMemory(s, m.(model.Headed), ids); err != nil {
+		h := m.(model.Headed)
+		if mem, err = r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
+			return h.Features(s, x, &model.Pass{})
+		}); err != nil {
 			return evalCounts{}, err
+		}
+	}
+	if c := r.hooks.condition; c != nil {
+		train, err := r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor { return c.Embed(s, m, x) })
+		if err != nil {
+			return evalCounts{}, err
+		}
+		if err := c.Condition(s, ids, *train); err != nil {
+			return evalCounts{}, fmt.Errorf("fl: %s: conditioning on the training samples of clients %v: %w", r.strat.Name(), ids, err)
 		}
 	}
 	k := int64(len(ids))

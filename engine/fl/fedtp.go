@@ -26,6 +26,7 @@ import (
 type FedTP struct {
 	Hyper hyper.Config // the hypernetwork; Clients is set from the run; Rank 0: full heads, as the paper
 	Roles []model.Role // generated roles; default attention Q/K/V
+	All   bool         // generate every trainable parameter, whatever its role (pFedHN)
 	Local []model.Role // roles kept by each client (FedTP+FedPer: head)
 	RoD   bool         // FedTP+FedRoD
 	KNN   KNN          // FedTP+KNN: evaluation mixes in a vote of each client's nearest training features
@@ -57,9 +58,10 @@ func (f *FedTP) roles() []model.Role {
 // Memory is the KNN evaluation's configuration (K = 0: off).
 func (f *FedTP) Memory() KNN { return f.KNN }
 
-// Generated reports whether the hypernetwork makes p.
+// Generated reports whether the hypernetwork makes p: a trainable parameter of the
+// generated roles (every trainable parameter with All). Buffers are never generated.
 func (f *FedTP) Generated(p *model.Param) bool {
-	return !p.Buffer && slices.Contains(f.roles(), p.Role)
+	return !p.Buffer && (f.All || slices.Contains(f.roles(), p.Role))
 }
 
 // Personal is true for the Local roles and, with RoD, the personal head.

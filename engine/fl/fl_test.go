@@ -192,7 +192,7 @@ func compare(t *testing.T, what string, x, y *cuda.Tensor) {
 	}
 	for i := range a {
 		if math.Abs(a[i]-b[i]) > 1e-9+1e-9*math.Abs(b[i]) {
-			t.Fatalf("%s[%d]: stacked %.8g, sequential %.8g", what, i, a[i], b[i])
+			t.Fatalf("%s[%d]: stacked %.17g, sequential %.17g (diff %.3g)", what, i, a[i], b[i], a[i]-b[i])
 		}
 	}
 }

@@ -57,6 +57,10 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 		captures int
 	}{
 		{"fedtp", func() Strategy { return &FedTP{Hyper: smallHyper()} }, 1},
+		// K steps cut from several epochs, and the per-client clipping inside the captured step
+		{"pfedhn", func() Strategy {
+			return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 5, Clip: 1}})
+		}, 1},
 		{"fedrep", func() Strategy { return FedRep{HeadEpochs: 1} }, 2},
 		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside
 		{"fedbabu", func() Strategy { return FedBABU{} }, 2},

@@ -27,14 +27,10 @@ type Memorizer interface {
 	Memory() KNN
 }
 
-// memory is the chunk's clients' training features [K, M, D], labels and mask [K, M].
-type memory struct {
-	feat, y, mask *cuda.Tensor
-}
-
-// buildMemory embeds every training sample of the clients ids with m (evaluation mode), in
-// s: one pass in order, no augmentation, no noise.
-func (r *Run) buildMemory(s *cuda.Scope, m model.Headed, ids []int) (*memory, error) {
+// buildMemory embeds every training sample of the clients ids with embed (the model in
+// evaluation mode: its features for the KNN, what a Conditioner's Embed returns), in s:
+// one pass in order, no augmentation, no noise.
+func (r *Run) buildMemory(s *cuda.Scope, ids []int, embed func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor) (*Embedded, error) {
 	parts := make([][]int, len(ids))
 	for i, c := range ids {
 		parts[i] = r.fed.Part.Train[c]
@@ -51,26 +47,26 @@ func (r *Run) buildMemory(s *cuda.Scope, m model.Headed, ids []int) (*memory, er
 	var feats, ys, masks []*cuda.Tensor
 	for step := 0; step < plan.Steps; step++ {
 		b := r.train.Batch(s, dp, step)
-		feats = append(feats, m.Features(s, s.To(b.X, r.cfg.DType), &model.Pass{}))
+		feats = append(feats, embed(s, r.input(s, b.X)))
 		ys = append(ys, b.Y)
 		masks = append(masks, b.Mask)
 	}
-	mem := &memory{feat: s.Cat(1, feats...), y: s.Cat(1, ys...), mask: s.Cat(1, masks...)}
+	mem := &Embedded{Feat: s.Cat(1, feats...), Y: s.Cat(1, ys...), Mask: s.Cat(1, masks...)}
 	return mem, s.Err()
 }
 
 // knnLogits turns features f [K, B, D] and the model's logits into the log of the mixed
 // distribution, so that argmax and cross-entropy read it as logits.
-func knnLogits(s *cuda.Scope, k KNN, mem *memory, f, logits *cuda.Tensor) *cuda.Tensor {
+func knnLogits(s *cuda.Scope, k KNN, mem *Embedded, f, logits *cuda.Tensor) *cuda.Tensor {
 	kk, b, d, c := f.Size(0), f.Size(1), f.Size(2), logits.Size(-1)
-	m := mem.feat.Size(1)
-	dist := s.Pow(s.CDist(f, mem.feat, 2), 2) // [K, B, M]
+	m := mem.Feat.Size(1)
+	dist := s.Pow(s.CDist(f, mem.Feat, 2), 2) // [K, B, M]
 	// padded memory slots are infinitely far: exp(−1e30/D) = 0 votes
-	far := s.MulScalar(s.AddScalar(s.Neg(s.To(mem.mask, dist.DType())), 1), 1e30)
+	far := s.MulScalar(s.AddScalar(s.Neg(s.To(mem.Mask, dist.DType())), 1), 1e30)
 	dist = s.Add(dist, s.Unsqueeze(far, 1))
 	n := min(int64(k.K), m)
 	near, idx := s.TopK(dist, n, -1, false, true) // [K, B, n]
-	labels := s.Gather(s.Expand(s.Unsqueeze(mem.y, 1), kk, b, m), 2, idx)
+	labels := s.Gather(s.Expand(s.Unsqueeze(mem.Y, 1), kk, b, m), 2, idx)
 	sim := s.Exp(s.DivScalar(s.Neg(near), float64(d)))
 	vote := s.ScatterAdd(s.Zeros(sim.DType(), sim.Device(), kk, b, c), 2, labels, sim)
 	vote = s.Div(vote, s.Clamp(s.Sum(vote, true, 2), 1e-30, math.Inf(1)))

@@ -22,7 +22,7 @@ func TestKNNLogitsMatchAReference(t *testing.T) {
 	logits := s.Randn(g, cuda.Float64, cuda.CPU, k, b, c)
 	ys := []int64{0, 2, 2, 1, 0, 1, 1, 0, 2, 2}
 	masks := []float32{1, 1, 1, 1, 1, 1, 1, 1, 0, 0} // client 1 has 3 training samples
-	mem := &memory{feat: feat, y: cuda.FromSlice(s, cuda.CPU, ys, k, m), mask: cuda.FromSlice(s, cuda.CPU, masks, k, m)}
+	mem := &Embedded{Feat: feat, Y: cuda.FromSlice(s, cuda.CPU, ys, k, m), Mask: cuda.FromSlice(s, cuda.CPU, masks, k, m)}
 	cfg := KNN{K: 4, Weight: 0.6}
 	got, err := knnLogits(s, cfg, mem, f, logits).Float64s()
 	if err != nil || s.Err() != nil {

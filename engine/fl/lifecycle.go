@@ -13,11 +13,13 @@ type hooks struct {
 	aggregate Aggregator
 	fineTune  FineTuner
 	predict   Predictor
+	condition Conditioner
 	memory    Memorizer
 	state     Stateful
 	start     Starter
 	stepper   Stepper
 	every     bool // EveryRound: every client trains every round
+	host      bool // HostStep: steps run eagerly, never captured
 }
 
 func hooksOf(s Strategy) hooks {
@@ -32,6 +34,7 @@ func hooksOf(s Strategy) hooks {
 	h.aggregate, _ = s.(Aggregator)
 	h.fineTune, _ = s.(FineTuner)
 	h.predict, _ = s.(Predictor)
+	h.condition, _ = s.(Conditioner)
 	h.memory, _ = s.(Memorizer)
 	if h.memory != nil && h.memory.Memory().K == 0 {
 		h.memory = nil // a KNN of no neighbours is no vote
@@ -41,6 +44,9 @@ func hooksOf(s Strategy) hooks {
 	h.stepper, _ = s.(Stepper)
 	if e, ok := s.(EveryRound); ok {
 		h.every = e.EveryClient()
+	}
+	if hs, ok := s.(HostStep); ok {
+		h.host = hs.HostStep()
 	}
 	return h
 }

@@ -73,6 +73,7 @@ type tunable interface {
 // live only in the evaluation model, and a fine-tuned hypernetwork is restored after
 // each client.
 func (r *Run) FineTuneNovel(cfg NovelConfig) (NovelCurve, error) {
+	defer lockThread()() // see lockThread
 	if err := cfg.Validate(); err != nil {
 		return NovelCurve{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/hyper"
 	"pfl/engine/model"
 )
 
@@ -44,6 +45,9 @@ func TestFineTuneNovel(t *testing.T) {
 		t.Fatalf("novel clients %v, want 3", st.fed.Part.Novel)
 	}
 	lowRank := func() Strategy { return transFed(Options{Hyper: smallHyper(), Rank: rankOf(2)}) }
+	pfedhn := func() Strategy {
+		return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 3, Clip: 50}})
+	}
 	cases := []struct {
 		strat func() Strategy
 		mode  string
@@ -58,12 +62,19 @@ func TestFineTuneNovel(t *testing.T) {
 		{lowRank, TuneEmbedding, TuneEmbedding, tinyFocal},
 		{lowRank, TuneHypernetwork, TuneHypernetwork, tinyFocal},
 		{VanillaCustomizedT, "", "personal", tinyFocal},
+		{pfedhn, TuneEmbedding, TuneEmbedding, nil},
+		{pfedhn, TuneHypernetwork, TuneHypernetwork, nil},
+		{pfedhn, TuneEmbedding, TuneEmbedding, convnetAs(16, 1, 4, true, cuda.Float64)},
 	}
 	for _, c := range cases {
+		name := c.strat().Name() + "/" + c.tuned
+		if c.build != nil && c.strat().Name() == "pfedhn" {
+			name += "/convnet-bn"
+		}
 		if c.build == nil {
 			c.build = quietViT
 		}
-		t.Run(c.strat().Name()+"/"+c.tuned, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			var curves []NovelCurve
 			for _, chunk := range []int{2, 1} {
 				cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, EvalChunk: chunk, Device: cuda.CPU, DType: cuda.Float64}
@@ -162,58 +173,75 @@ func stateTensors(r *Run) []*cuda.Tensor {
 // TestTuneGeneratorIsGradientDescent checks the chain rule through the hypernetwork: one
 // fine-tuning step of a novel client (all its training samples in one batch) moves its
 // embedding, and a trunk bias, by −lr times the gradient of its training loss that central
-// finite differences give, in both modes.
+// finite differences give, in both modes, for FedTP and pFedHN (whose hypernetwork makes
+// the whole model).
 func TestTuneGeneratorIsGradientDescent(t *testing.T) {
 	st := novelSetup(t)
 	c := st.fed.Part.Novel[0]
 	n := len(st.fed.Part.Train[c])
-	for _, mode := range []string{TuneEmbedding, TuneHypernetwork} {
-		t.Run(mode, func(t *testing.T) {
-			cfg := Config{Rounds: 1, PerRound: 2, Batch: n, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
-			f := &FedTP{Hyper: smallHyper()}
-			r := trainedRun(t, st, cfg, f, quietViT)
-			single, err := r.singleModel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			params, _ := f.TuneParams(mode)
-			z, bias := f.Net().Params()[0], f.Net().Params()[2] // embeddings; the first trunk layer's bias
-			e := int(f.Net().Cfg.Embed)
-			probes := []struct {
-				t  *cuda.Tensor
-				at int
-			}{{z, c * e}, {z, c*e + e - 1}, {bias, 0}, {bias, 5}}
-			if mode == TuneEmbedding {
-				probes = probes[:2]
-			}
-			loss := func() float64 { return novelTrainLoss(t, r, f, single, c) }
-			want := make([]float64, len(probes))
-			const h = 1e-6
-			for i, p := range probes {
-				v0 := elem(t, p.t, p.at)
-				setElem(t, p.t, p.at, v0+h)
-				up := loss()
-				setElem(t, p.t, p.at, v0-h)
-				down := loss()
-				setElem(t, p.t, p.at, v0)
-				want[i] = v0 - 0.1*(up-down)/(2*h)
-			}
-			epochs := []EvalResult{newEvalResult(6), newEvalResult(6)}
-			if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, f, params, single, []int{c}, 1, epochs); err != nil {
-				t.Fatal(err)
-			}
-			for i, p := range probes {
-				if got := elem(t, p.t, p.at); math.Abs(got-want[i]) > 1e-7 {
-					t.Errorf("probe %d: after one step %.10g, −lr·finite-difference gradient gives %.10g", i, got, want[i])
-				}
-			}
-		})
+	strategies := map[string]func() generator{
+		"fedtp":  func() generator { return &FedTP{Hyper: smallHyper()} },
+		"pfedhn": func() generator { return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 2}}) },
+	}
+	for _, name := range []string{"fedtp", "pfedhn"} {
+		for _, mode := range []string{TuneEmbedding, TuneHypernetwork} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				testTuneGenerator(t, st, c, n, strategies[name](), mode)
+			})
+		}
+	}
+}
+
+// generator is a tunable strategy with a hypernetwork.
+type generator interface {
+	tunable
+	Net() *hyper.Net
+}
+
+// testTuneGenerator is one case of TestTuneGeneratorIsGradientDescent.
+func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode string) {
+	cfg := Config{Rounds: 1, PerRound: 2, Batch: n, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
+	r := trainedRun(t, st, cfg, f, quietViT)
+	single, err := r.singleModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := f.TuneParams(mode)
+	z, bias := f.Net().Params()[0], f.Net().Params()[2] // embeddings; the first trunk layer's bias
+	e := int(f.Net().Cfg.Embed)
+	probes := []struct {
+		t  *cuda.Tensor
+		at int
+	}{{z, c * e}, {z, c*e + e - 1}, {bias, 0}, {bias, 5}}
+	if mode == TuneEmbedding {
+		probes = probes[:2]
+	}
+	loss := func() float64 { return novelTrainLoss(t, r, f, single, c) }
+	want := make([]float64, len(probes))
+	const h = 1e-6
+	for i, p := range probes {
+		v0 := elem(t, p.t, p.at)
+		setElem(t, p.t, p.at, v0+h)
+		up := loss()
+		setElem(t, p.t, p.at, v0-h)
+		down := loss()
+		setElem(t, p.t, p.at, v0)
+		want[i] = v0 - 0.1*(up-down)/(2*h)
+	}
+	epochs := []EvalResult{newEvalResult(6), newEvalResult(6)}
+	if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, f, params, single, []int{c}, 1, epochs); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range probes {
+		if got := elem(t, p.t, p.at); math.Abs(got-want[i]) > 1e-7 {
+			t.Errorf("probe %d: after one step %.10g, −lr·finite-difference gradient gives %.10g", i, got, want[i])
+		}
 	}
 }
 
 // novelTrainLoss is client c's mean training cross-entropy with its generated weights,
 // all its training samples in one batch.
-func novelTrainLoss(t *testing.T, r *Run, f *FedTP, m model.Model, c int) float64 {
+func novelTrainLoss(t *testing.T, r *Run, f Generative, m model.Model, c int) float64 {
 	t.Helper()
 	s := cuda.NewScope()
 	defer s.Close()

@@ -15,14 +15,17 @@ type Options struct {
 	Mu           float64         // FedProx's proximal weight
 	PlainSoftmax bool            // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
 	Generate     []model.Role    // FedTP, TransFed: the generated roles; nil: the algorithm's
-	Hyper        hyper.Config    // FedTP, TransFed: the hypernetwork and its optimizer
+	Hyper        hyper.Config    // FedTP, TransFed, pFedHN: the hypernetwork and its optimizer (zero sizes: the algorithm's)
 	KNN          KNN             // FedTP+KNN: the neighbours' vote
 	Ditto        DittoConfig     // Ditto's λ
 	APFL         APFLConfig      // APFL's initial mixing weight α
 	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
 	PFedMe       PFedMeConfig    // pFedMe's λ, inner steps, personal learning rate and β
+	PFedHN       PFedHNConfig    // pFedHN's local steps per round and gradient-norm clip
+	PFedGP       PFedGPConfig    // pFedGP's embedding, kernel, Gibbs sampling and objective
 	// Rank, when set, replaces Hyper.Rank (algorithm.hyper.rank); nil leaves Hyper.Rank,
-	// whose zero means the algorithm's default: fedtp full heads, transfed hyper.RankAuto.
+	// whose zero means the algorithm's default: fedtp full heads, transfed and pfedhn
+	// hyper.RankAuto.
 	Rank *int64
 	// LocalRoles and LocalBlocks replace the parts a partial-personalization algorithm
 	// (partial, fedperfix, prefix-z, prefix-r, prompts, adapters) keeps local; nil keeps its own.
@@ -80,7 +83,9 @@ var registry = []Algorithm{
 	{"apfl", "a local model mixed with the global one, α v + (1 − α) w, α learned per client", "Deng et al., arXiv:2003.13461, 2020, Alg. 1", func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }},
 	{"perfedavg", "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }},
 	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
+	{"pfedgp", "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }},
 	{"transfed", "a server hypernetwork generates each client's focal-modulation projection f (FocalNet)", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
+	{"pfedhn", "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", "Shamsian et al., ICML 2021, §3, Alg. 1", func(o Options) Strategy { return pFedHN(o) }},
 	{"vanilla-c-t", "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", "TransFed §3.2, Table 2 \"Vanilla-T\"", func(Options) Strategy { return VanillaCustomizedT() }},
 }
 

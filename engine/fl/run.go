@@ -123,7 +123,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		}
 	}
 	if b := r.hooks.bind; b != nil {
-		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed}); err != nil {
+		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed, Batch: cfg.Batch}); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
 		}
@@ -234,8 +234,10 @@ func (r *Run) loadGenerated(s *cuda.Scope, m model.Model, generated []*cuda.Tens
 	}
 }
 
-// Round runs round number round (0-based): sample, train, aggregate, and evaluate when due.
+// Round runs round number round (0-based): sample, train, aggregate, and evaluate when due,
+// with its goroutine locked to its OS thread (see lockThread).
 func (r *Run) Round(round int) (RoundMetrics, error) {
+	defer lockThread()()
 	met := RoundMetrics{Round: round, Clients: r.sample(round)}
 	if r.stream != nil {
 		done, err := r.onStream()
@@ -318,19 +320,31 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	return met, nil
 }
 
-// onStream runs the rest of a round on the run's own stream, as graph capture needs (not
-// the default stream): it locks the goroutine to its OS thread (the current stream is
-// thread-local), waits for earlier work on the device, and makes the stream current. done
-// waits for the round's work and restores the default stream.
-func (r *Run) onStream() (done func(), err error) {
+// lockThread locks the calling goroutine to its OS thread until the returned function
+// runs (calls nest). Round, Evaluate and FineTuneNovel, which build and differentiate
+// autograd graphs, hold it on every device, not only for CUDA graphs: libtorch numbers
+// autograd nodes from a per-thread counter (at::sequence_number) and a backward pass runs
+// its ready nodes in the order of those numbers, so a goroutine that moves to another OS
+// thread while building a graph numbers its nodes out of creation order, the backward pass
+// then sums gradients in another order, and the same run rounds differently from one
+// process to the next. Grad mode, autocast and the stream are installed per native call;
+// this counter cannot be. (Per-FedAvg HF's double backward showed it: its float64 weights
+// differed in the 7th digit between runs after two rounds.)
+func lockThread() (unlock func()) {
 	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}
+
+// onStream runs the rest of a round on the run's own stream, as graph capture needs (not
+// the default stream): on the OS thread Round has locked its goroutine to (the current
+// stream is thread-local), it waits for earlier work on the device and makes the stream
+// current. done waits for the round's work and restores the default stream.
+func (r *Run) onStream() (done func(), err error) {
 	dev := r.cfg.Device
 	if err := cuda.Synchronize(dev); err != nil {
-		runtime.UnlockOSThread()
 		return nil, err
 	}
 	if err := cuda.SetCurrentStream(dev, r.stream); err != nil {
-		runtime.UnlockOSThread()
 		return nil, err
 	}
 	r.onRunStream = true
@@ -338,7 +352,6 @@ func (r *Run) onStream() (done func(), err error) {
 		r.onRunStream = false
 		r.stream.Synchronize()
 		cuda.SetCurrentStream(dev, nil)
-		runtime.UnlockOSThread()
 	}, nil
 }
 
@@ -421,7 +434,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	}
 	reg := r.hooks.penalty
 	per := r.hooks.perStep(phase)
-	ss, err := r.phaseState(m, phase, ph.Epochs, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
+	ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
 		return 0, 0, err
 	}

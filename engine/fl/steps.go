@@ -116,9 +116,9 @@ type stepKey struct {
 
 // phaseState returns the run's step state for training m in phase, made on first use with
 // room for the longest plan of epochs epochs that any client's samples parts[c] can need,
-// rounded up to whole steps of per batches (plans are not shortened by a phase's step
-// limit, so it does not count).
-func (r *Run) phaseState(m model.Model, phase, epochs, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
+// rounded up to whole steps of per batches, and at most maxSteps steps when maxSteps > 0
+// (runSteps cuts a plan at the phase's step limit before loading it).
+func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
 	key := stepKey{m, phase}
 	if ss := r.steps[key]; ss != nil {
 		return ss, nil
@@ -128,6 +128,9 @@ func (r *Run) phaseState(m model.Model, phase, epochs, per int, parts [][]int, n
 		capacity = max(capacity, epochs*((len(part)+r.cfg.Batch-1)/r.cfg.Batch))
 	}
 	capacity = (capacity + per - 1) / per * per
+	if maxSteps > 0 {
+		capacity = min(capacity, maxSteps*per)
+	}
 	k := m.Params().List[0].T.Size(0)
 	ss, err := newStepState(r.cfg.Device, capacity, int(k), r.cfg.Batch, r.fed.Part.Noise != nil)
 	if err != nil {
@@ -172,8 +175,9 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	}
 	steps := (plan.Steps + per - 1) / per
 	padPlan(plan, steps*per)
-	if maxSteps > 0 {
-		steps = min(steps, maxSteps)
+	if maxSteps > 0 && maxSteps < steps {
+		steps = maxSteps
+		cutPlan(plan, steps*per) // the steps past the limit are never run: do not load them
 	}
 	cached := ss != nil
 	if !cached {
@@ -269,18 +273,32 @@ func padPlan(p *data.Plan, steps int) {
 	p.Steps = steps
 }
 
+// cutPlan shortens p to its first steps steps.
+func cutPlan(p *data.Plan, steps int) {
+	if steps >= p.Steps {
+		return
+	}
+	n := steps * p.K * p.B
+	p.Index, p.Mask, p.DY, p.DX, p.Flip = p.Index[:n], p.Mask[:n], p.DY[:n], p.DX[:n], p.Flip[:n]
+	for i, cs := range p.ClientSteps {
+		p.ClientSteps[i] = min(cs, steps)
+	}
+	p.Steps = steps
+}
+
 // runStep runs one step: a replay of the state's graph when it has one; else, with graphs
 // on (inside Round) and the state warm, a capture followed by a replay (capturing records
 // the step without running it); else the step eagerly. A capture that fails stops the run
 // with its error (the stream's memory pool may be unusable after it, so going on eagerly on
-// it is no safe fallback), naming train.eager as the way to train without graphs.
+// it is no safe fallback), naming train.eager as the way to train without graphs. A
+// HostStep strategy's steps always run eagerly.
 func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cuda.Scope)) error {
 	// Graphs run on the run's stream, which is current only inside Round; outside it (an
 	// evaluation's fine-tuning called on its own) the steps run eagerly, in stream order.
 	if ss.graph != nil && r.onRunStream {
 		return ss.graph.Replay()
 	}
-	if r.onRunStream && cached && ss.warm && !ss.captured {
+	if r.onRunStream && cached && ss.warm && !ss.captured && !r.hooks.host {
 		ss.captured = true
 		if err := r.capture(st, ss, body); err != nil {
 			r.graphErr = err

@@ -31,6 +31,9 @@
 //     reset every round). A Stepper owns the whole step instead: it takes
 //     Stepper.Batches consecutive batches of each client's plan (Per-FedAvg: two or three)
 //     and updates the parameters as it likes (pFedMe: K inner steps, then the outer one).
+//     On CUDA a phase's step is captured once as a CUDA graph and replayed, unless the
+//     strategy is a HostStep (pFedGP: the loss is computed on the host): then every step
+//     runs eagerly.
 //  3. Server update: Generative.Learn updates the generator from the generated
 //     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
 //     global model (default: the weighted mean Σ_k (m_k/M) θ_k); the personal rows go back
@@ -39,7 +42,8 @@
 //     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
 //     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
 //     Predictor.Predict gives the logits (default: the model's forward; a Memorizer mixes in
-//     a nearest-neighbour vote).
+//     a nearest-neighbour vote). A Conditioner first sees the chunk's clients' training
+//     samples, embedded by its Embed, through Condition (pFedGP fits each client's GP).
 //
 // Checkpoints hold the global model, the store of personal rows and Stateful.State's
 // tensors; everything random derives from (seed, purpose, round, client), so nothing else
@@ -138,6 +142,35 @@ type Predictor interface {
 	Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor
 }
 
+// Embedded is a chunk's clients' training samples as a Conditioner sees them: Feat
+// [K, M, D] (what its Embed returns, every training sample of the client in order, padded
+// to the longest), labels Y and Mask [K, M] (1 for a real sample).
+type Embedded struct{ Feat, Y, Mask *cuda.Tensor }
+
+// Conditioner is a Predictor whose clients predict from their own training samples
+// (pFedGP: a GP classifier conditioned on the client's training features). Before a
+// chunk's test batches the evaluation embeds every training sample of the chunk's clients
+// with Embed (one pass in order, no augmentation, evaluation mode, grad disabled) and hands
+// them to Condition, which prepares each row's predictor; Predict then serves the chunk's
+// test batches, row k for client ids[k] (a chunk is padded with repeats of its last
+// client).
+type Conditioner interface {
+	Predictor
+	// Embed maps inputs x [K, B, ...] through m's rows to what Condition reads [K, B, D].
+	Embed(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor
+	// Condition prepares row k's predictor from client ids[k]'s training samples.
+	Condition(s *cuda.Scope, ids []int, train Embedded) error
+}
+
+// HostStep is a Strategy whose training step reads device values on the host in the
+// middle (pFedGP: each client's GP is fitted on the host to the batch's features, and the
+// step waits for it): a CUDA graph cannot capture that, so when HostStep returns true its
+// steps always run eagerly, and its Loss may read Go values such as Batch.Clients.
+type HostStep interface {
+	Strategy
+	HostStep() bool
+}
+
 // EveryRound is a Strategy whose rounds train every client that can train, whatever the
 // configured clients per round (Local, as FedTP's official local training).
 type EveryRound interface {
@@ -188,6 +221,7 @@ type Env struct {
 	Device cuda.Device
 	DType  cuda.DType
 	Seed   uint64
+	Batch  int // the local batch size
 }
 
 // Binder is a Strategy that needs to see the run before the first round (FedRoD: every

@@ -25,36 +25,50 @@ func tinyFocal(k int, g *cuda.Generator) (model.Model, error) {
 
 func rankOf(r int64) *int64 { return &r }
 
-// recordedTransFed is TransFed that keeps what one round's server update saw: the rows it
-// generated for, the generated and trained projections, the clients' weights, and φ before
-// and after the update.
-type recordedTransFed struct {
-	*TransFed
+// recording is what one round's server update saw: the rows it generated for, the
+// generated and trained parameters, the clients' weights, and the hypernetwork's
+// parameters before and after the update.
+type recording struct {
 	rows, last         []int64 // the round's; the latest Generate's
 	generated, trained [][]float64
 	weights            []float64
 	before, after      [][]float64
 }
 
+func floatsOf(ts []*cuda.Tensor) [][]float64 {
+	var out [][]float64
+	for _, t := range ts {
+		v, _ := t.Float64s()
+		out = append(out, v)
+	}
+	return out
+}
+
+// generate notes the rows of a Generate call.
+func (r *recording) generate(rows *cuda.Tensor) { r.last, _ = rows.Int64s() }
+
+// learn records around learn, the strategy's own Learn, on net.
+func (r *recording) learn(net *hyper.Net, generated, trained []*cuda.Tensor, weights *cuda.Tensor, learn func()) {
+	r.rows = r.last // evaluation generates again after the update
+	r.generated, r.trained, r.before = floatsOf(generated), floatsOf(trained), floatsOf(net.Params())
+	r.weights, _ = weights.Float64s()
+	learn()
+	r.after = floatsOf(net.Params())
+}
+
+// recordedTransFed is TransFed that records its server update.
+type recordedTransFed struct {
+	*TransFed
+	recording
+}
+
 func (r *recordedTransFed) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
-	r.last, _ = rows.Int64s()
+	r.generate(rows)
 	return r.TransFed.Generate(s, rows)
 }
 
 func (r *recordedTransFed) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
-	floats := func(ts []*cuda.Tensor) [][]float64 {
-		var out [][]float64
-		for _, t := range ts {
-			v, _ := t.Float64s()
-			out = append(out, v)
-		}
-		return out
-	}
-	r.rows = r.last // evaluation generates again after the update
-	r.generated, r.trained, r.before = floats(generated), floats(trained), floats(r.Net().Params())
-	r.weights, _ = weights.Float64s()
-	r.TransFed.Learn(s, generated, trained, weights)
-	r.after = floats(r.Net().Params())
+	r.learn(r.Net(), generated, trained, weights, func() { r.TransFed.Learn(s, generated, trained, weights) })
 }
 
 // TestTransFedServerUpdateIsTheWeightedJacobianProduct runs one TransFed round on a tiny
@@ -96,89 +110,7 @@ func TestTransFedServerUpdateIsTheWeightedJacobianProduct(t *testing.T) {
 			if _, err := r.Round(0); err != nil {
 				t.Fatal(err)
 			}
-			net := rec.Net()
-			keep := cuda.NewScope()
-			defer keep.Close()
-			rows := cuda.FromSlice(keep, cuda.CPU, rec.rows)
-			generate := func() [][]float64 {
-				s := cuda.NewScope()
-				defer s.Close()
-				s.SetGradEnabled(false)
-				var out [][]float64
-				for _, x := range net.Generate(s, rows) {
-					v, _ := x.Float64s()
-					out = append(out, v)
-				}
-				if err := s.Err(); err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
-			set := func(p *cuda.Tensor, v []float64) {
-				s := cuda.NewScope()
-				defer s.Close()
-				s.SetGradEnabled(false)
-				s.CopyFrom(p, cuda.FromSlice(s, cuda.CPU, v, p.Shape()...))
-				if err := s.Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i, p := range net.Params() { // back to φ before the update
-				set(p, rec.before[i])
-			}
-			// the generation at φ is what the clients started from
-			for i, g := range generate() {
-				for e := range g {
-					if g[e] != rec.generated[i][e] {
-						t.Fatalf("regenerated %s[%d] = %g, the round's %g", want[i], e, g[e], rec.generated[i][e])
-					}
-				}
-			}
-			const eps = 1e-6
-			checked, moved := 0, 0
-			for pi, p := range net.Params() {
-				v := slices.Clone(rec.before[pi])
-				for j := range v {
-					orig := v[j]
-					v[j] = orig + eps
-					set(p, v)
-					plus := generate()
-					v[j] = orig - eps
-					set(p, v)
-					minus := generate()
-					v[j] = orig
-					set(p, v)
-					var sum float64
-					for ti := range plus {
-						per := len(plus[ti]) / len(rec.rows)
-						for e := range plus[ti] {
-							col := (plus[ti][e] - minus[ti][e]) / (2 * eps)
-							sum += rec.weights[e/per] * col * (rec.generated[ti][e] - rec.trained[ti][e])
-						}
-					}
-					got := rec.before[pi][j] - rec.after[pi][j] // β = 1: the update is the gradient
-					if math.Abs(got-sum) > 1e-6*(1+math.Abs(sum)) {
-						t.Fatalf("%s[%d]: server update %.10g, Σ (m_i/M) J_iᵀ ΔP_i %.10g", net.Names()[pi], j, got, sum)
-					}
-					if got != 0 {
-						moved++
-					}
-					checked++
-				}
-			}
-			if int64(checked) != net.Count() || moved == 0 {
-				t.Fatalf("checked %d of %d elements, %d moved", checked, net.Count(), moved)
-			}
-			// the embeddings of clients outside the round do not move (no weight decay)
-			e := int(net.Cfg.Embed)
-			for c := 0; c < 5; c++ {
-				if slices.Contains(rec.rows, int64(c)) {
-					continue
-				}
-				if !slices.Equal(rec.before[0][c*e:(c+1)*e], rec.after[0][c*e:(c+1)*e]) {
-					t.Errorf("client %d is not in the round but its embedding moved", c)
-				}
-			}
+			checkServerUpdate(t, rec.Net(), &rec.recording, 5)
 		})
 	}
 }
@@ -289,6 +221,98 @@ func TestTransFedNeedsAFocalNet(t *testing.T) {
 		_, err := New(Config{Rounds: 1, PerRound: 2, Seed: 1, Device: cuda.CPU, DType: cuda.Float64}, s, st.fed, st.train, st.test, smallViT)
 		if err == nil || !strings.Contains(err.Error(), "FocalNet") {
 			t.Errorf("%s on a ViT: %v", s.Name(), err)
+		}
+	}
+}
+
+// checkServerUpdate checks the recorded server update of net, a hypernetwork that stepped
+// with β = 1 and no momentum or weight decay (so that its update is the gradient itself),
+// element by element against Σ_i (m_i/M) J_iᵀ ΔW_i, with ΔW_i = W_i⁰ − W_iᴱ the change of
+// client i's generated parameters through local training and every Jacobian column
+// J_i[:, j] = ∂W_i/∂φ_j by central finite differences of the hypernetwork's output; the
+// embeddings of the clients (of clients in all) outside the round must not move. It leaves
+// net at φ before the update.
+func checkServerUpdate(t *testing.T, net *hyper.Net, rec *recording, clients int) {
+	t.Helper()
+	keep := cuda.NewScope()
+	defer keep.Close()
+	rows := cuda.FromSlice(keep, cuda.CPU, rec.rows)
+	generate := func() [][]float64 {
+		s := cuda.NewScope()
+		defer s.Close()
+		s.SetGradEnabled(false)
+		var out [][]float64
+		for _, x := range net.Generate(s, rows) {
+			v, _ := x.Float64s()
+			out = append(out, v)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	set := func(p *cuda.Tensor, v []float64) {
+		s := cuda.NewScope()
+		defer s.Close()
+		s.SetGradEnabled(false)
+		s.CopyFrom(p, cuda.FromSlice(s, cuda.CPU, v, p.Shape()...))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range net.Params() { // back to φ before the update
+		set(p, rec.before[i])
+	}
+	// the generation at φ is what the clients started from
+	for i, g := range generate() {
+		for e := range g {
+			if g[e] != rec.generated[i][e] {
+				t.Fatalf("regenerated %s[%d] = %g, the round's %g", net.Targets[i].Name, e, g[e], rec.generated[i][e])
+			}
+		}
+	}
+	const eps = 1e-6
+	checked, moved := 0, 0
+	for pi, p := range net.Params() {
+		v := slices.Clone(rec.before[pi])
+		for j := range v {
+			orig := v[j]
+			v[j] = orig + eps
+			set(p, v)
+			plus := generate()
+			v[j] = orig - eps
+			set(p, v)
+			minus := generate()
+			v[j] = orig
+			set(p, v)
+			var sum float64
+			for ti := range plus {
+				per := len(plus[ti]) / len(rec.rows)
+				for e := range plus[ti] {
+					col := (plus[ti][e] - minus[ti][e]) / (2 * eps)
+					sum += rec.weights[e/per] * col * (rec.generated[ti][e] - rec.trained[ti][e])
+				}
+			}
+			got := rec.before[pi][j] - rec.after[pi][j] // β = 1: the update is the gradient
+			if math.Abs(got-sum) > 1e-6*(1+math.Abs(sum)) {
+				t.Fatalf("%s[%d]: server update %.10g, Σ (m_i/M) J_iᵀ ΔW_i %.10g", net.Names()[pi], j, got, sum)
+			}
+			if got != 0 {
+				moved++
+			}
+			checked++
+		}
+	}
+	if int64(checked) != net.Count() || moved == 0 {
+		t.Fatalf("checked %d of %d elements, %d moved", checked, net.Count(), moved)
+	}
+	e := int(net.Cfg.Embed)
+	for c := 0; c < clients; c++ {
+		if slices.Contains(rec.rows, int64(c)) {
+			continue
+		}
+		if !slices.Equal(rec.before[0][c*e:(c+1)*e], rec.after[0][c*e:(c+1)*e]) {
+			t.Errorf("client %d is not in the round but its embedding moved", c)
 		}
 	}
 }

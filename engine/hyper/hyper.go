@@ -1,6 +1,7 @@
 // Package hyper is FedTP's server-side hypernetwork (Li et al., "FedTP: Federated Learning
 // by Transformer Personalization", §III-B, Algorithm 1), which TransFed (Ashraf et al.,
-// WACV 2024, §3.3) reuses for focal modulation: a learnable embedding z_i per client, an
+// WACV 2024, §3.3) reuses for focal modulation and pFedHN (Shamsian et al., ICML 2021,
+// Algorithm 1) for every weight of the target network: a learnable embedding z_i per client, an
 // MLP trunk, and one linear head per generated parameter, so that h(φ; z_i) gives client
 // i's weights for those parameters. It also implements the server update of Algorithm 1
 // (line 12): φ ← φ − β Σ_i (m_i/M) (∂W_i/∂φ)ᵀ ΔW_i, computed as one vector-Jacobian
@@ -29,6 +30,10 @@ type Config struct {
 	LR          float64 // β; default 0.01
 	Momentum    float64 // default 0.9; negative: none
 	WeightDecay float64 // default 1e-3; negative: none
+	// Clip, when > 0, scales each step's gradients so that their total L2 norm (over every
+	// parameter, embeddings included) is at most Clip, as torch.nn.utils.clip_grad_norm_
+	// (pFedHN's official code clips at 50); default 0: no clipping (FedTP's code).
+	Clip float64
 
 	// Rank chooses the heads of every target with two or more dims, viewed as a matrix
 	// W [out, in] (out = its first dim, in = the product of the rest). 0 (the default, and
@@ -169,9 +174,9 @@ func New(cfg Config, targets []Target, dev cuda.Device, dt cuda.DType, gen *cuda
 		return nil, fmt.Errorf("hyper: rank %d; want 0 (full heads), a rank >= 1 or RankAuto", cfg.Rank)
 	}
 	cfg = cfg.resolved(targets)
-	if cfg.Clients < 1 || cfg.Embed < 1 || cfg.Hidden < 1 || cfg.Layers < 1 || !(cfg.LR > 0) || cfg.Momentum >= 1 {
-		return nil, fmt.Errorf("hyper: clients %d, embedding %d, hidden %d, layers %d must be >= 1, lr %g > 0, momentum %g < 1",
-			cfg.Clients, cfg.Embed, cfg.Hidden, cfg.Layers, cfg.LR, cfg.Momentum)
+	if cfg.Clients < 1 || cfg.Embed < 1 || cfg.Hidden < 1 || cfg.Layers < 1 || !(cfg.LR > 0) || cfg.Momentum >= 1 || !(cfg.Clip >= 0) {
+		return nil, fmt.Errorf("hyper: clients %d, embedding %d, hidden %d, layers %d must be >= 1, lr %g > 0, momentum %g < 1, clip %g >= 0",
+			cfg.Clients, cfg.Embed, cfg.Hidden, cfg.Layers, cfg.LR, cfg.Momentum, cfg.Clip)
 	}
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("hyper: nothing to generate")
@@ -318,7 +323,9 @@ func (n *Net) Gradient(s *cuda.Scope, generated, delta []*cuda.Tensor, weights *
 
 // Step is torch.optim.SGD on every parameter with the given gradients: d = g + λφ;
 // buf ← μ·buf + d; φ ← φ − β·buf. As in FedTP's code, weight decay and momentum act on
-// every embedding row, also those of clients not in the round.
+// every embedding row, also those of clients not in the round. With Cfg.Clip > 0 the
+// gradients are first scaled by min(1, Clip/(‖g‖ + 1e-6)), ‖g‖ their total L2 norm, as
+// torch.nn.utils.clip_grad_norm_ before the step in pFedHN's code.
 func (n *Net) Step(s *cuda.Scope, grads []*cuda.Tensor) {
 	if len(grads) != len(n.params) {
 		s.Fail(fmt.Errorf("hyper: %d gradients for %d parameters", len(grads), len(n.params)))
@@ -328,8 +335,24 @@ func (n *Net) Step(s *cuda.Scope, grads []*cuda.Tensor) {
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(grad)
 	c := n.Cfg
+	var coef *cuda.Tensor // [1]: the clipping factor, nil without clipping
+	if c.Clip > 0 {
+		var sq *cuda.Tensor
+		for _, g := range grads {
+			t := s.Sum(s.Reshape(s.Mul(g, g), 1, -1), false, 1)
+			if sq == nil {
+				sq = t
+			} else {
+				sq = s.Add(sq, t)
+			}
+		}
+		coef = s.Clamp(s.Div(s.Full(c.Clip, sq.DType(), sq.Device(), 1), s.AddScalar(s.Sqrt(sq), 1e-6)), math.Inf(-1), 1)
+	}
 	for i, p := range n.params {
 		d := grads[i]
+		if coef != nil {
+			d = s.Mul(d, coef)
+		}
 		if c.WeightDecay != 0 {
 			d = s.AddScaled(d, p, c.WeightDecay)
 		}

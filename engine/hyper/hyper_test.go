@@ -366,3 +366,50 @@ func TestParamCountAndAutoRank(t *testing.T) {
 		t.Error("rank -2 accepted")
 	}
 }
+
+// TestStepClipsTheGradientNorm: with Clip set, a step equals the unclipped step of the
+// gradients scaled by Clip/(‖g‖ + 1e-6) when their total norm ‖g‖ exceeds Clip, and the
+// unclipped step itself when it does not (torch.nn.utils.clip_grad_norm_).
+func TestStepClipsTheGradientNorm(t *testing.T) {
+	for _, scale := range []float64{10, 0.01} {
+		clipped, plain := tinyNet(t), tinyNet(t) // the same seed: equal parameters
+		clipped.Cfg.Clip = 1
+		s := cuda.NewScope()
+		g, _ := cuda.NewGenerator(3, cuda.CPU)
+		var grads []*cuda.Tensor
+		var sq float64
+		for _, p := range clipped.Params() {
+			x := s.MulScalar(s.Randn(g, cuda.Float64, cuda.CPU, p.Shape()...), scale)
+			grads = append(grads, x)
+			for _, v := range vals(t, x) {
+				sq += v * v
+			}
+		}
+		g.Close()
+		coef := math.Min(1, 1/(math.Sqrt(sq)+1e-6))
+		if scale > 1 && coef > 0.5 || scale < 1 && coef != 1 {
+			t.Fatalf("scale %g: norm %g does not test what it should", scale, math.Sqrt(sq))
+		}
+		scaled := make([]*cuda.Tensor, len(grads))
+		for i, x := range grads {
+			scaled[i] = s.MulScalar(x, coef)
+		}
+		clipped.Step(s, grads)
+		plain.Step(s, scaled)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range clipped.Params() {
+			a, b := vals(t, p), vals(t, plain.Params()[i])
+			for e := range a {
+				if math.Abs(a[e]-b[e]) > 1e-14 {
+					t.Fatalf("scale %g: %s[%d] = %g clipped, %g by the scaled gradient", scale, clipped.Names()[i], e, a[e], b[e])
+				}
+			}
+		}
+		s.Close()
+	}
+	if _, err := New(Config{Clients: 2, Clip: -1}, []Target{{"a", []int64{2}}}, cuda.CPU, cuda.Float64, nil); err == nil {
+		t.Error("a negative clip accepted")
+	}
+}
