@@ -11,6 +11,9 @@
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
+//	pfl maps <run>        attention rollout / focal modulation maps from the last checkpoints
+//	pfl tsne <run>        t-SNE of a FedTP or TransFed run's client embeddings
+//	pfl report <run>      a self-contained HTML report of a run or suite
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 package main
 
@@ -36,6 +39,9 @@ var commands = []command{
 	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
+	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
+	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
+	{"report", "write a self-contained HTML report of a run or suite (report.html)", reportCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
 }

@@ -46,6 +46,17 @@ func TestCLI(t *testing.T) {
 		{[]string{"plot", "-out", tmp + "/compare.svg", tmp + "/quickstart-fmnist"}, 0, "wrote"},
 		{[]string{"eval", "-clients", tmp + "/quickstart-fmnist"}, 0, "client   3"},
 		{[]string{"eval"}, 2, "usage: pfl eval"},
+		{[]string{"maps"}, 2, "usage: pfl maps"},
+		{[]string{"maps", "-images", "0", tmp + "/demo-fmnist"}, 1, "-images"},
+		{[]string{"maps", "-clients", "0,x", tmp + "/demo-fmnist"}, 1, "-clients"},
+		{[]string{"maps", tmp + "/quickstart-fmnist"}, 1, "neither attention nor focal modulation"},
+		{[]string{"maps", "-images", "2", "-clients", "0,4", tmp + "/demo-fmnist"}, 0, "maps/client4.png"},
+		{[]string{"tsne", tmp + "/demo-fmnist"}, 0, "fedtp/embeddings_tsne.png"},
+		{[]string{"tsne", tmp + "/quickstart-fmnist"}, 1, "embeddings.csv"},
+		{[]string{"report"}, 2, "usage: pfl report"},
+		{[]string{"report", tmp + "/demo-fmnist"}, 0, "demo-fmnist/fedtp/report.html"},
+		{[]string{"report", tmp + "/quickstart-fmnist"}, 0, "quickstart-fmnist/report.html"},
+		{[]string{"report", tmp + "/none"}, 1, "config.json"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -364,6 +364,15 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 	}
+	dev, _ := cuda.ParseDevice(cfg.Device)
+	if err := recordMachine(dir, dev, resume); err != nil {
+		return nil, err
+	}
+	tb, err := openTB(dir, run.History, run.Novel())
+	if err != nil {
+		return nil, fmt.Errorf("tensorboard: %w", err)
+	}
+	defer tb.Close()
 	start := time.Now()
 	samples := 0
 	first := len(run.History)
@@ -378,6 +387,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		samples += m.Samples
 		if err := enc.Encode(roundLine(m)); err != nil {
+			return nil, err
+		}
+		if err := tb.add(m); err != nil {
 			return nil, err
 		}
 		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
@@ -411,6 +423,11 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	}
 	if err := exportEmbeddings(dir, run); err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "embeddings.csv")); err == nil && run.Clients() > 1 {
+		if err := EmbeddingTSNE(dir); err != nil {
+			return nil, fmt.Errorf("embeddings: %w", err)
+		}
 	}
 	return res, nil
 }

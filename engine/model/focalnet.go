@@ -229,6 +229,9 @@ func (m *FocalNet) block(s *cuda.Scope, b *focalBlock, x *cuda.Tensor, pass *Pas
 	global := s.GELU(s.Mean(ctx, true, 3, 4), false)
 	all = s.Add(all, s.Mul(global, s.Narrow(gates, 2, c.Levels, 1)))
 	mod := conv2d(s, all, pass.w(b.hW), pass.w(b.hB), cuda.Conv2dOptions{})
+	if cp := pass.capture(); cp != nil {
+		cp.Modulator = append(cp.Modulator, mod)
+	}
 	out := linear(s, channelsLast(s, s.Mul(q, mod)), pass.w(b.projW), pass.w(b.projB))
 	x = s.Add(x, out)
 	h = layerNorm(s, x, pass.w(b.norm2W), pass.w(b.norm2B), 1e-5)

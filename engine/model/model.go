@@ -58,6 +58,30 @@ type Pass struct {
 	// masks come from Gens[k], so a client's dropout does not depend on which clients
 	// share its stack, and a stacked pass equals K separate ones. Otherwise Gen serves all.
 	Gens []*cuda.Generator
+	// Capture, when set, records intermediate values for analyses (attention maps, focal
+	// modulation maps); nil, the default, records nothing and costs nothing.
+	Capture *Capture
+}
+
+// Capture holds what a forward pass recorded for analyses, in the pass's scope. A pass
+// through several models (or several passes) appends to the same lists.
+type Capture struct {
+	// Attention holds, per ViT block in order, the attention probabilities
+	// softmax(Q Kᵀ/√d) [K, B, heads, T, S]: T queries (the class token, any prompt tokens,
+	// then the patches in row-major order), S keys (the concat form's prefix keys first,
+	// then the T tokens). A capturing pass computes them explicitly instead of through the
+	// fused attention kernel; its output is the same up to rounding.
+	Attention []*cuda.Tensor
+	// Modulator holds, per FocalNet block in order, the modulator h(ctx_all)
+	// [K, B, C, H, W] that multiplies the query (Eq. 4 of the FocalNet paper).
+	Modulator []*cuda.Tensor
+}
+
+func (ps *Pass) capture() *Capture {
+	if ps == nil {
+		return nil
+	}
+	return ps.Capture
 }
 
 // w returns the tensor to use for p in this pass.

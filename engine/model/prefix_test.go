@@ -29,9 +29,9 @@ func TestConcatAttentionIsEq6Mixture(t *testing.T) {
 		g, _ := cuda.NewGenerator(uint64(10+l), cuda.CPU)
 		rnd := func(n int64) *cuda.Tensor { return s.Randn(g, cuda.Float64, cuda.CPU, k, b, n, heads*d) }
 		q, key, val, pk, pv := rnd(tt), rnd(tt), rnd(tt), rnd(l), rnd(l)
-		full := attention(s, q, key, val, pk, pv, heads) // [K, B, T, I]
-		global := attention(s, q, key, val, nil, nil, heads)
-		personal := attention(s, q, pk, pv, nil, nil, heads)
+		full := attention(s, q, key, val, pk, pv, heads, nil) // [K, B, T, I]
+		global := attention(s, q, key, val, nil, nil, heads, nil)
+		personal := attention(s, q, pk, pv, nil, nil, heads, nil)
 
 		split := func(z *cuda.Tensor) *cuda.Tensor { // [K, B, n, I] -> [K, B, H, n, d]
 			return s.Permute(s.Reshape(z, k, b, z.Size(2), heads, d), 0, 1, 3, 2, 4)

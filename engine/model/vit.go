@@ -503,7 +503,7 @@ func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cu
 		pk = s.Expand(s.Unsqueeze(s.MulScalar(pass.w(bl.prefixK), scale), 1), k, b, l, inner)
 		pv = s.Expand(s.Unsqueeze(s.MulScalar(pass.w(bl.prefixV), scale), 1), k, b, l, inner)
 	}
-	a := attention(s, q, key, val, pk, pv, c.Heads)
+	a := attention(s, q, key, val, pk, pv, c.Heads, pass.capture())
 	a = dropout(s, linear(s, a, pass.w(bl.outW), pass.w(bl.outB)), c.Dropout, pass)
 	x = s.Add(x, a)
 
@@ -527,7 +527,8 @@ func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cu
 // (timm's split). With prefixes pk and pv [K, B, L, I] (nil: none), they are concatenated
 // before the keys and values along the sequence, [pk; key] and [pv; val] (Eq. 3 and 5), so
 // each query attends over L + S keys: softmax(q [pk; key]ᵀ/√d) [pv; val]. Output [K, B, T, I].
-func attention(s *cuda.Scope, q, key, val, pk, pv *cuda.Tensor, heads int64) *cuda.Tensor {
+// With a capture, the probabilities are computed explicitly and appended to it.
+func attention(s *cuda.Scope, q, key, val, pk, pv *cuda.Tensor, heads int64, capture *Capture) *cuda.Tensor {
 	if pk != nil {
 		key, val = s.Cat(2, pk, key), s.Cat(2, pv, val)
 	}
@@ -540,6 +541,14 @@ func attention(s *cuda.Scope, q, key, val, pk, pv *cuda.Tensor, heads int64) *cu
 		n := z.Size(2)
 		return s.Reshape(s.Permute(s.Reshape(z, k, b, n, heads, d), 0, 1, 3, 2, 4), k*b, heads, n, d)
 	}
-	a := s.SDPA(split(q), split(key), split(val), nil, cuda.AttentionOptions{})
+	var a *cuda.Tensor
+	if capture != nil {
+		qh, kh := split(q), split(key)
+		p := s.Softmax(s.MulScalar(s.MatMul(qh, s.Transpose(kh, 2, 3)), 1/math.Sqrt(float64(d))), -1) // [K·B, H, T, S]
+		capture.Attention = append(capture.Attention, s.Reshape(p, k, b, heads, t, kh.Size(2)))
+		a = s.MatMul(p, split(val))
+	} else {
+		a = s.SDPA(split(q), split(key), split(val), nil, cuda.AttentionOptions{})
+	}
 	return s.Reshape(s.Permute(s.Reshape(a, k, b, heads, t, d), 0, 1, 3, 2, 4), k, b, t, inner)
 }

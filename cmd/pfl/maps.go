@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"pfl/engine/analysis"
+	"pfl/engine/experiment"
+)
+
+// mapsCmd draws attention rollout and focal modulation maps from a run's or a suite's
+// last checkpoints.
+func mapsCmd(args []string, out io.Writer) error {
+	fs := newFlags("maps", out)
+	images := fs.Int("images", 4, "test images per client")
+	clients := fs.String("clients", "", "comma-separated clients (default: the first four)")
+	fusion := fs.String("fusion", "max", "rollout's head fusion: max (FedTP's maps) or mean")
+	discard := fs.Float64("discard", 0.3, "fraction of each block's fused attention, the smallest, discarded before rollout")
+	side := fs.Int("side", 96, "magnify each image to at least this many pixels")
+	if err := parseArgs(fs, args, 1, 1, "pfl maps [-images N] [-clients 0,1,...] [-fusion max|mean] [-discard f] [-side px] <run or suite dir>"); err != nil {
+		return err
+	}
+	o := experiment.MapOptions{Images: *images, Fusion: analysis.Fusion(*fusion), Discard: discard, Side: *side}
+	if *images < 1 || *side < 1 {
+		return fmt.Errorf("-images %d and -side %d must be positive", *images, *side)
+	}
+	if *clients != "" {
+		for _, f := range strings.Split(*clients, ",") {
+			c, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("-clients: %q is not a client number", f)
+			}
+			o.Clients = append(o.Clients, c)
+		}
+	}
+	info, err := experiment.Maps(fs.Arg(0), o)
+	if err != nil {
+		return err
+	}
+	for _, m := range info.Members {
+		if m.Skipped != "" {
+			fmt.Fprintf(out, "%s: no maps (%s)\n", m.Name, m.Skipped)
+		}
+	}
+	for _, s := range info.Sheets {
+		fmt.Fprintf(out, "wrote %s\n", filepath.Join(fs.Arg(0), "maps", s))
+	}
+	return nil
+}

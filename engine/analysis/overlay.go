@@ -1,0 +1,173 @@
+package analysis
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"math"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+
+	"pfl/engine/internal/atomicfile"
+)
+
+// Image is an input image as a dataset stores it: C×H×W uint8, row-major, C = 1 (grey)
+// or 3 (RGB).
+type Image struct {
+	C, H, W int
+	Pix     []uint8
+}
+
+// Validate reports an image whose pixels do not fill its shape.
+func (im Image) Validate() error {
+	if (im.C != 1 && im.C != 3) || im.H < 1 || im.W < 1 || len(im.Pix) != im.C*im.H*im.W {
+		return fmt.Errorf("analysis: image of %d×%d×%d with %d pixels (1 or 3 channels)", im.C, im.H, im.W, len(im.Pix))
+	}
+	return nil
+}
+
+// Resize resamples a grid of h×w values (row-major) to oh×ow bilinearly with half-pixel
+// centres (PyTorch's interpolate with align_corners=False, OpenCV's resize): the output
+// pixel centre y + ½ maps to (y + ½)·h/oh in the input, clamped at the borders.
+func Resize(v []float64, h, w, oh, ow int) []float64 {
+	out := make([]float64, oh*ow)
+	coord := func(o, in, out int) (int, int, float64) {
+		x := (float64(o)+0.5)*float64(in)/float64(out) - 0.5
+		x = math.Max(0, math.Min(x, float64(in-1)))
+		lo := int(math.Floor(x))
+		hi := min(lo+1, in-1)
+		return lo, hi, x - float64(lo)
+	}
+	for y := 0; y < oh; y++ {
+		y0, y1, fy := coord(y, h, oh)
+		for x := 0; x < ow; x++ {
+			x0, x1, fx := coord(x, w, ow)
+			top := v[y0*w+x0]*(1-fx) + v[y0*w+x1]*fx
+			bot := v[y1*w+x0]*(1-fx) + v[y1*w+x1]*fx
+			out[y*ow+x] = top*(1-fy) + bot*fy
+		}
+	}
+	return out
+}
+
+// Jet is the jet colour map at v in [0, 1] (blue, cyan, yellow, red), as OpenCV's
+// COLORMAP_JET, which vit-explain's figures use.
+func Jet(v float64) color.RGBA {
+	c := func(x float64) uint8 { return uint8(math.Round(255 * math.Max(0, math.Min(1, x)))) }
+	v = math.Max(0, math.Min(1, v))
+	return color.RGBA{R: c(1.5 - math.Abs(4*v-3)), G: c(1.5 - math.Abs(4*v-2)), B: c(1.5 - math.Abs(4*v-1)), A: 255}
+}
+
+// Scale is the integer magnification that brings an image's longer side to at least side
+// pixels (1 when it already has them).
+func Scale(im Image, side int) int {
+	return max(1, (side+max(im.H, im.W)-1)/max(im.H, im.W))
+}
+
+// Picture is im magnified scale times (bilinearly), as an RGB image.
+func Picture(im Image, scale int) *image.RGBA {
+	oh, ow := im.H*scale, im.W*scale
+	out := image.NewRGBA(image.Rect(0, 0, ow, oh))
+	chans := make([][]float64, 3)
+	for c := 0; c < 3; c++ {
+		src := min(c, im.C-1)
+		plane := make([]float64, im.H*im.W)
+		for i := range plane {
+			plane[i] = float64(im.Pix[src*im.H*im.W+i])
+		}
+		chans[c] = Resize(plane, im.H, im.W, oh, ow)
+	}
+	for i := 0; i < oh*ow; i++ {
+		px := func(c int) uint8 { return uint8(math.Round(math.Max(0, math.Min(255, chans[c][i])))) }
+		out.Pix[4*i], out.Pix[4*i+1], out.Pix[4*i+2], out.Pix[4*i+3] = px(0), px(1), px(2), 255
+	}
+	return out
+}
+
+// Overlay blends a heat map over im magnified scale times: heat holds gh×gw values in
+// [0, 1] (row-major, the patch grid), upsampled bilinearly to the picture's size and
+// coloured with Jet; each pixel is (1 − alpha)·image + alpha·colour.
+func Overlay(im Image, heat []float64, gh, gw, scale int, alpha float64) (*image.RGBA, error) {
+	if err := im.Validate(); err != nil {
+		return nil, err
+	}
+	if gh < 1 || gw < 1 || len(heat) != gh*gw {
+		return nil, fmt.Errorf("analysis: a heat map of %d values for a %d×%d grid", len(heat), gh, gw)
+	}
+	pic := Picture(im, scale)
+	oh, ow := im.H*scale, im.W*scale
+	up := Resize(heat, gh, gw, oh, ow)
+	for i, v := range up {
+		c := Jet(v)
+		for j, cv := range []uint8{c.R, c.G, c.B} {
+			p := &pic.Pix[4*i+j]
+			*p = uint8(math.Round((1-alpha)*float64(*p) + alpha*float64(cv)))
+		}
+	}
+	return pic, nil
+}
+
+// Sheet lays images out in a grid, with a label left of each row and above each column
+// (empty labels leave their margin blank; a nil image leaves its cell blank), on white.
+func Sheet(cells [][]image.Image, rowLabels, colLabels []string) *image.RGBA {
+	const pad = 4
+	face := basicfont.Face7x13
+	cw, ch := 0, 0
+	for _, row := range cells {
+		for _, c := range row {
+			if c != nil {
+				cw, ch = max(cw, c.Bounds().Dx()), max(ch, c.Bounds().Dy())
+			}
+		}
+	}
+	left := 0
+	for _, l := range rowLabels {
+		left = max(left, font.MeasureString(face, l).Ceil()+2*pad)
+	}
+	top := 0
+	for _, l := range colLabels {
+		if l != "" {
+			top = face.Height + 2*pad
+		}
+	}
+	cols := 0
+	for _, row := range cells {
+		cols = max(cols, len(row))
+	}
+	out := image.NewRGBA(image.Rect(0, 0, left+cols*(cw+pad)+pad, top+len(cells)*(ch+pad)+pad))
+	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
+	text := func(s string, x, y int) {
+		d := font.Drawer{Dst: out, Src: image.Black, Face: face, Dot: fixed.P(x, y)}
+		d.DrawString(s)
+	}
+	for j, l := range colLabels {
+		if j < cols {
+			w := font.MeasureString(face, l).Ceil()
+			text(l, left+pad+j*(cw+pad)+max(0, (cw-w)/2), top-pad-3)
+		}
+	}
+	for i, row := range cells {
+		y := top + pad + i*(ch+pad)
+		if i < len(rowLabels) {
+			text(rowLabels[i], pad, y+ch/2+face.Ascent/2)
+		}
+		for j, c := range row {
+			if c == nil {
+				continue
+			}
+			x := left + pad + j*(cw+pad)
+			draw.Draw(out, image.Rect(x, y, x+c.Bounds().Dx(), y+c.Bounds().Dy()), c, c.Bounds().Min, draw.Src)
+		}
+	}
+	return out
+}
+
+// WritePNG writes img to path atomically.
+func WritePNG(path string, img image.Image) error {
+	return atomicfile.Write(path, func(w io.Writer) error { return png.Encode(w, img) })
+}

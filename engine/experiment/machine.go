@@ -1,0 +1,81 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"pfl/cuda"
+)
+
+// Machine describes where a run (or a resumed part of it) ran, for its report.
+type Machine struct {
+	Started  time.Time `json:"started"`
+	Resumed  bool      `json:"resumed"` // continued from a checkpoint
+	Host     string    `json:"host"`
+	OS       string    `json:"os"` // GOOS/GOARCH
+	CPUs     int       `json:"cpus"`
+	Go       string    `json:"go"`
+	Revision string    `json:"revision,omitempty"` // the pfl build's VCS revision ("+modified" when the tree was)
+	Torch    string    `json:"torch,omitempty"`
+	Device   string    `json:"device"` // "cpu", or the CUDA device's name
+	CUDA     string    `json:"cuda,omitempty"`
+}
+
+// thisMachine describes the current process on device dev.
+func thisMachine(dev cuda.Device, resumed bool) Machine {
+	m := Machine{Started: time.Now().UTC().Truncate(time.Second), Resumed: resumed, OS: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Go: runtime.Version(), Device: dev.String()}
+	m.Host, _ = os.Hostname()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				m.Revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if modified && m.Revision != "" {
+			m.Revision += "+modified"
+		}
+	}
+	if info, err := cuda.Capabilities(); err == nil {
+		m.Torch = info.TorchVersion
+		if info.CUDAVersion > 0 {
+			m.CUDA = fmt.Sprintf("%d.%d", info.CUDAVersion/1000, info.CUDAVersion%1000/10)
+		}
+	}
+	if dev.IsCUDA() {
+		if name, err := cuda.CUDADeviceName(dev.Index); err == nil {
+			m.Device = dev.String() + " " + name
+		}
+	}
+	return m
+}
+
+// recordMachine appends this process to dir/machine.json (a fresh run starts the list).
+func recordMachine(dir string, dev cuda.Device, resumed bool) error {
+	path := filepath.Join(dir, "machine.json")
+	var list []Machine
+	if resumed {
+		if b, err := os.ReadFile(path); err == nil {
+			json.Unmarshal(b, &list) // a damaged list starts again
+		}
+	}
+	return writeJSON(path, append(list, thisMachine(dev, resumed)))
+}
+
+// readMachines reads dir/machine.json (nil when absent: runs from before it existed).
+func readMachines(dir string) []Machine {
+	var list []Machine
+	if b, err := os.ReadFile(filepath.Join(dir, "machine.json")); err == nil {
+		json.Unmarshal(b, &list)
+	}
+	return list
+}

@@ -1,0 +1,340 @@
+package experiment
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"pfl/cuda"
+	"pfl/engine/analysis"
+	"pfl/engine/model"
+)
+
+// MapOptions choose what Maps draws. Zero values take the defaults.
+type MapOptions struct {
+	Images  int             // test images per client; default 4
+	Clients []int           // the clients; default the first four
+	Fusion  analysis.Fusion // rollout's head fusion; default max (FedTP's)
+	// Discard is the fraction of each block's fused attention set to zero before rollout;
+	// nil: 0.3 (FedTP's variant).
+	Discard *float64
+	Side    int     // an image is magnified to at least Side pixels; default 96
+	Alpha   float64 // the heat map's opacity over the image; default 0.5
+}
+
+func (o MapOptions) withDefaults() MapOptions {
+	o.Images = cmp.Or(o.Images, 4)
+	o.Fusion = cmp.Or(o.Fusion, analysis.FusionMax)
+	if o.Discard == nil {
+		d := 0.3
+		o.Discard = &d
+	}
+	o.Side = cmp.Or(o.Side, 96)
+	o.Alpha = cmp.Or(o.Alpha, 0.5)
+	return o
+}
+
+// MapsInfo describes the maps a run or suite holds (maps/maps.json).
+type MapsInfo struct {
+	Fusion  analysis.Fusion `json:"fusion"`
+	Discard float64         `json:"discard"`
+	Clients []int           `json:"clients"`
+	Images  [][]int         `json:"images"` // per client, the test images' indices
+	// Members lists each member's maps: "rollout" (attention rollout of a ViT), "focal"
+	// (the modulator magnitude of a FocalNet's last block), or why it has none.
+	Members []MemberMaps `json:"members"`
+	Sheets  []string     `json:"sheets"` // per client, the sheet's path relative to the maps folder
+}
+
+// MemberMaps is one member's entry in MapsInfo.
+type MemberMaps struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind,omitempty"`    // rollout or focal
+	Skipped string `json:"skipped,omitempty"` // why the member has no maps
+}
+
+// Maps draws, from the last checkpoint of the run in dir or of every member of the suite
+// in dir, what each client's model attends to on the same test images of that client:
+// attention rollout for a ViT (FedTP Fig. 1, 5, 6), the magnitude of the last block's
+// focal modulator for a FocalNet (TransFed Fig. 1), overlaid on the images. It writes
+// dir/maps/client<c>.png per client (a row of inputs, then a row per member) and
+// dir/maps/maps.json. A member without a checkpoint, or whose model has neither attention
+// nor focal modulation, or whose strategy predicts through a model of its own, is listed
+// as skipped with the reason.
+func Maps(dir string, o MapOptions) (*MapsInfo, error) {
+	o = o.withDefaults()
+	if !(*o.Discard >= 0 && *o.Discard < 1) {
+		return nil, fmt.Errorf("maps: discard %g not in [0, 1)", *o.Discard)
+	}
+	cfg, err := LoadRunConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	members := []Config{cfg}
+	if len(cfg.Suite) > 0 {
+		if members, err = suiteMembers(cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+		}
+	}
+	info := &MapsInfo{Fusion: o.Fusion, Discard: *o.Discard}
+	var rows [][][]image.Image // per member, per client, the overlays
+	var inputs [][]image.Image // per client, the input pictures
+	var labels [][]string      // per client, the column labels
+	for _, m := range members {
+		mdir := filepath.Join(m.Out, m.Name)
+		entry := MemberMaps{Name: m.Name}
+		if _, err := os.Stat(filepath.Join(mdir, checkpointFile)); err != nil {
+			entry.Skipped = "no checkpoint"
+			info.Members = append(info.Members, entry)
+			continue
+		}
+		res, err := memberMaps(m, mdir, o, info)
+		if err != nil {
+			return nil, fmt.Errorf("maps of %s: %w", mdir, err)
+		}
+		entry.Kind, entry.Skipped = res.kind, res.skipped
+		info.Members = append(info.Members, entry)
+		if res.skipped != "" {
+			continue
+		}
+		rows = append(rows, res.overlays)
+		if inputs == nil {
+			inputs, labels = res.inputs, res.labels
+		}
+	}
+	if len(rows) == 0 {
+		var why []string
+		for _, e := range info.Members {
+			why = append(why, e.Name+": "+e.Skipped)
+		}
+		return nil, fmt.Errorf("maps: no member of %s has maps (%s)", dir, strings.Join(why, "; "))
+	}
+	out := filepath.Join(dir, "maps")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range info.Members {
+		if e.Skipped == "" {
+			names = append(names, e.Name+" ("+e.Kind+")")
+		}
+	}
+	for ci, c := range info.Clients {
+		grid := [][]image.Image{inputs[ci]}
+		for _, r := range rows {
+			grid = append(grid, r[ci])
+		}
+		sheet := analysis.Sheet(grid, append([]string{fmt.Sprintf("client %d", c)}, names...), labels[ci])
+		name := fmt.Sprintf("client%d.png", c)
+		if err := analysis.WritePNG(filepath.Join(out, name), sheet); err != nil {
+			return nil, err
+		}
+		info.Sheets = append(info.Sheets, name)
+	}
+	return info, writeJSON(filepath.Join(out, "maps.json"), info)
+}
+
+// memberResult is one member's maps: per client, the overlays of its images.
+type memberResult struct {
+	kind, skipped string
+	overlays      [][]image.Image
+	inputs        [][]image.Image
+	labels        [][]string
+}
+
+// memberMaps draws one member's maps. The first member fixes info's clients and images;
+// every member sees the same ones (a suite's members share the data and partition).
+func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	se, err := prepare(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer se.close()
+	if err := restore(dir, cfg, se.run); err != nil {
+		return nil, err
+	}
+	fed := se.run.Federated()
+	if fed == nil || fed.Test == nil {
+		return &memberResult{skipped: "not an image dataset"}, nil
+	}
+	if info.Clients == nil {
+		clients := o.Clients
+		if clients == nil {
+			for c := 0; c < min(4, len(fed.Part.Test)); c++ {
+				clients = append(clients, c)
+			}
+		}
+		n := o.Images
+		for _, c := range clients {
+			if c < 0 || c >= len(fed.Part.Test) {
+				return nil, fmt.Errorf("client %d: the run has clients 0 to %d", c, len(fed.Part.Test)-1)
+			}
+			n = min(n, len(fed.Part.Test[c]))
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("a chosen client has no test images")
+		}
+		info.Clients = clients
+		for _, c := range clients {
+			info.Images = append(info.Images, slices.Clone(fed.Part.Test[c][:n]))
+		}
+	}
+	res := &memberResult{overlays: make([][]image.Image, len(info.Clients))}
+	for ci := range info.Clients {
+		var pics []image.Image
+		var labels []string
+		for _, i := range info.Images[ci] {
+			im := testImage(fed.Test.Pixels, fed.Test.C, fed.Test.H, fed.Test.W, i)
+			pics = append(pics, analysis.Picture(im, analysis.Scale(im, o.Side)))
+			l := fmt.Sprint(fed.Test.Labels[i])
+			if names := fed.Test.ClassNames; len(names) > int(fed.Test.Labels[i]) {
+				l = names[fed.Test.Labels[i]]
+			}
+			labels = append(labels, fmt.Sprintf("#%d %s", i, l))
+		}
+		res.inputs, res.labels = append(res.inputs, pics), append(res.labels, labels)
+	}
+	err = se.run.Inspect(info.Clients, info.Images, func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error {
+		pos := tokenCount(m)
+		var cp model.Capture
+		m.Forward(s, x, &model.Pass{Capture: &cp})
+		if err := s.Err(); err != nil {
+			return err
+		}
+		var heats [][][]float64 // [row][image] heat map
+		var gh, gw int
+		switch {
+		case len(cp.Attention) > 0:
+			res.kind = "rollout"
+			if pos <= 0 {
+				return fmt.Errorf("a ViT without a position embedding")
+			}
+			gh = int(math.Round(math.Sqrt(float64(pos - 1))))
+			gw = gh
+			if gh*gw != pos-1 {
+				return fmt.Errorf("%d patches do not form a square grid", pos-1)
+			}
+			heats, err = rolloutMaps(s, cp.Attention, valid, pos, o)
+		case len(cp.Modulator) > 0:
+			res.kind = "focal"
+			last := cp.Modulator[len(cp.Modulator)-1]
+			gh, gw = int(last.Size(3)), int(last.Size(4))
+			heats, err = modulatorMaps(s, last, valid)
+		default:
+			res.skipped = "the model has neither attention nor focal modulation"
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for i := 0; i < valid; i++ {
+			ci := slices.Index(info.Clients, clients[i])
+			for j, idx := range info.Images[ci] {
+				im := testImage(fed.Test.Pixels, fed.Test.C, fed.Test.H, fed.Test.W, idx)
+				ov, err := analysis.Overlay(im, heats[i][j], gh, gw, analysis.Scale(im, o.Side), o.Alpha)
+				if err != nil {
+					return err
+				}
+				res.overlays[ci] = append(res.overlays[ci], ov)
+			}
+		}
+		return nil
+	})
+	if err != nil && strings.Contains(err.Error(), "cannot be inspected") {
+		return &memberResult{skipped: err.Error()}, nil
+	}
+	return res, err
+}
+
+// tokenCount is the length of a ViT's position embedding (the class token and the
+// patches), found by name among m's parameters; 0 when m has none.
+func tokenCount(m model.Model) int {
+	for _, p := range m.Params().List {
+		if strings.HasSuffix(p.Name, "pos_embed") && len(p.Shape) == 3 {
+			return int(p.Shape[1])
+		}
+	}
+	return 0
+}
+
+// testImage is image i of a C×H×W uint8 set.
+func testImage(pix []uint8, c, h, w, i int) analysis.Image {
+	n := c * h * w
+	return analysis.Image{C: c, H: h, W: w, Pix: pix[i*n : (i+1)*n]}
+}
+
+// rolloutMaps is, per row (the first valid) and image, the class token's rollout over the
+// patches normalized by its maximum, from the blocks' probabilities [K, B, heads, T, S]:
+// the class token and the pos − 1 patches are kept (prompt tokens and prefix keys
+// dropped, see analysis.Restrict).
+func rolloutMaps(s *cuda.Scope, blocks []*cuda.Tensor, valid, pos int, o MapOptions) ([][][]float64, error) {
+	b0 := blocks[0]
+	nb := int(b0.Size(1))
+	per := make([][][]analysis.Attention, valid) // [row][image][block]
+	for i := range per {
+		per[i] = make([][]analysis.Attention, nb)
+	}
+	for _, bt := range blocks {
+		v, err := s.To(bt, cuda.Float64).Float64s()
+		if err != nil {
+			return nil, err
+		}
+		heads, t, sk := int(bt.Size(2)), int(bt.Size(3)), int(bt.Size(4))
+		prompts, prefix := t-pos, sk-t
+		keep := func(off int) []int {
+			out := []int{off}
+			for j := 1; j < pos; j++ {
+				out = append(out, off+prompts+j)
+			}
+			return out
+		}
+		n := heads * t * sk
+		for i := 0; i < valid; i++ {
+			for j := 0; j < nb; j++ {
+				a, err := analysis.Restrict(v[(i*nb+j)*n:(i*nb+j+1)*n], heads, t, sk, keep(0), keep(prefix))
+				if err != nil {
+					return nil, err
+				}
+				per[i][j] = append(per[i][j], a)
+			}
+		}
+	}
+	out := make([][][]float64, valid)
+	for i := range per {
+		for j := range per[i] {
+			row, err := analysis.Rollout(per[i][j], analysis.RolloutOptions{Fusion: o.Fusion, Discard: *o.Discard})
+			if err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], analysis.Normalize(row[1:], false))
+		}
+	}
+	return out, nil
+}
+
+// modulatorMaps is, per row and image, the L2 norm over channels of the modulator
+// [K, B, C, H, W] at each position, min-max normalized.
+func modulatorMaps(s *cuda.Scope, mod *cuda.Tensor, valid int) ([][][]float64, error) {
+	v, err := s.To(mod, cuda.Float64).Float64s()
+	if err != nil {
+		return nil, err
+	}
+	nb, c, hw := int(mod.Size(1)), int(mod.Size(2)), int(mod.Size(3)*mod.Size(4))
+	out := make([][][]float64, valid)
+	for i := range out {
+		for j := 0; j < nb; j++ {
+			at := (i*nb + j) * c * hw
+			out[i] = append(out[i], analysis.Normalize(analysis.Magnitude(v[at:at+c*hw], c, hw), true))
+		}
+	}
+	return out, nil
+}

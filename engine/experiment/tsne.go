@@ -1,0 +1,191 @@
+package experiment
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"pfl/engine/analysis"
+	"pfl/engine/data"
+	"pfl/engine/internal/atomicfile"
+)
+
+// Embeddings are a run's client embeddings (embeddings.csv).
+type Embeddings struct {
+	Clients []int       // the client of each row
+	Novel   []bool      // whether it was held out of training
+	Z       [][]float64 // its embedding
+}
+
+// ReadEmbeddings reads dir/embeddings.csv (client, novel, z0, z1, ...).
+func ReadEmbeddings(dir string) (*Embeddings, error) {
+	path := filepath.Join(dir, "embeddings.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) < 2 || len(rows[0]) < 3 || rows[0][0] != "client" || rows[0][1] != "novel" {
+		return nil, fmt.Errorf("%s: want a header client,novel,z0,... and a row per client", path)
+	}
+	e := &Embeddings{}
+	for i, r := range rows[1:] {
+		c, err := strconv.Atoi(r[0])
+		novel, err2 := strconv.ParseBool(r[1])
+		if err != nil || err2 != nil {
+			return nil, fmt.Errorf("%s: row %d: bad client or novel field", path, i+2)
+		}
+		z := make([]float64, len(r)-2)
+		for j, s := range r[2:] {
+			if z[j], err = strconv.ParseFloat(s, 64); err != nil {
+				return nil, fmt.Errorf("%s: row %d: %w", path, i+2, err)
+			}
+		}
+		e.Clients, e.Novel, e.Z = append(e.Clients, c), append(e.Novel, novel), append(e.Z, z)
+	}
+	return e, nil
+}
+
+// clientGroups is each client's coarse group when the run's partition (dir/partition.json)
+// has one — the coarse-groups partition, whose clients of one coarse class hold exactly its
+// fine classes: clients are grouped by the set of classes they train on, numbered in order
+// of first appearance — and nil otherwise.
+func clientGroups(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "partition.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m data.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "partition.json"), err)
+	}
+	if m.Config.Method != data.MethodCoarseGroups {
+		return nil, nil
+	}
+	ids := map[string]int{}
+	var out []int
+	for _, row := range m.TrainCount {
+		var key strings.Builder
+		for c, n := range row {
+			if n > 0 {
+				fmt.Fprintf(&key, "%d,", c)
+			}
+		}
+		g, ok := ids[key.String()]
+		if !ok {
+			g = len(ids)
+			ids[key.String()] = g
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// EmbeddingTSNE draws the t-SNE of a run's client embeddings (FedTP Fig. 9, TransFed
+// Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, coloured by coarse group
+// when the partition has one, novel clients as crosses, and the coordinates in
+// dir/embeddings_tsne.csv (client, novel, group, x, y; group −1 without groups). The
+// layout is seeded by the run's seed. A run without embeddings.csv is an error.
+func EmbeddingTSNE(dir string) error {
+	cfg, err := LoadRunConfig(dir)
+	if err != nil {
+		return err
+	}
+	e, err := ReadEmbeddings(dir)
+	if err != nil {
+		return err
+	}
+	groups, err := clientGroups(dir)
+	if err != nil {
+		return err
+	}
+	n, d := len(e.Z), len(e.Z[0])
+	x := make([]float64, 0, n*d)
+	for _, z := range e.Z {
+		if len(z) != d {
+			return fmt.Errorf("%s: rows of %d and %d values", filepath.Join(dir, "embeddings.csv"), d, len(z))
+		}
+		x = append(x, z...)
+	}
+	y, err := analysis.TSNE(x, n, d, analysis.TSNEOptions{Seed: cfg.Seed})
+	if err != nil {
+		return err
+	}
+	group := func(i int) int {
+		if c := e.Clients[i]; groups != nil && c < len(groups) {
+			return groups[c]
+		}
+		return -1
+	}
+	var table strings.Builder
+	table.WriteString("client,novel,group,x,y\n")
+	for i, c := range e.Clients {
+		fmt.Fprintf(&table, "%d,%t,%d,%s,%s\n", c, e.Novel[i], group(i), strconv.FormatFloat(y[2*i], 'g', -1, 64), strconv.FormatFloat(y[2*i+1], 'g', -1, 64))
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(dir, "embeddings_tsne.csv"), []byte(table.String())); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: t-SNE of the client embeddings", cfg.Name)
+	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1", "t-SNE 2"
+	byGroup := map[[2]int]plotter.XYs{} // (group, novel)
+	var keys [][2]int
+	for i := range e.Clients {
+		k := [2]int{group(i), 0}
+		if e.Novel[i] {
+			k[1] = 1
+		}
+		if _, ok := byGroup[k]; !ok {
+			keys = append(keys, k)
+		}
+		byGroup[k] = append(byGroup[k], plotter.XY{X: y[2*i], Y: y[2*i+1]})
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	})
+	for _, k := range keys {
+		sc, err := plotter.NewScatter(byGroup[k])
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(max(k[0], 0))
+		sc.GlyphStyle.Radius = vg.Points(3)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		name := "clients"
+		if k[0] >= 0 {
+			name = fmt.Sprintf("group %d", k[0])
+		}
+		if k[1] == 1 {
+			sc.GlyphStyle.Shape = draw.CrossGlyph{}
+			name += " (novel)"
+		}
+		p.Add(sc)
+		if len(keys) <= 24 {
+			p.Legend.Add(name, sc)
+		}
+	}
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
+			return fmt.Errorf("plot embeddings_tsne: %w", err)
+		}
+	}
+	return nil
+}
