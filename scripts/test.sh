@@ -16,7 +16,8 @@ if [ -n "$unformatted" ]; then
 fi
 bash scripts/gpu-preflight-test.sh
 export PFL_REQUIRE_TEST_DATA=1
-go test -count=1 ./...
+# a package may take longer than go test's default 10 minutes on a busy 2-core machine
+go test -count=1 -timeout 30m ./...
 bash scripts/fuzz.sh
 # benchmarks: quiet when they pass, their failures shown when they do not
 bench_log=$(mktemp)
