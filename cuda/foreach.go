@@ -65,25 +65,34 @@ func (s *Scope) ForeachAddcdiv(xs, as, bs []*Tensor, v float64) {
 // and one matrix-vector product per tensor: FedAvg's aggregation of all shared parameters.
 func (s *Scope) ForeachWeightedSum(dst, src []*Tensor, w *Tensor) {
 	const op = "foreach_weighted_sum"
+	if s.weightedSumArgs(op, dst, src, w) {
+		s.run0(op, opForeachWeightedSum, nil)
+	}
+}
+
+// weightedSumArgs checks the arguments of a weighted sum over clients (ForeachWeightedSum,
+// KernelWeightedSum): as many targets as sources, valid tensors, weights [K], and every
+// source [K] + its target's elements.
+func (s *Scope) weightedSumArgs(op string, dst, src []*Tensor, w *Tensor) bool {
 	if len(dst) != len(src) || len(dst) == 0 {
 		s.failf(op, CodeArgument, "%d targets for %d sources", len(dst), len(src))
-		return
+		return false
 	}
 	all := append(append(append([]*Tensor(nil), dst...), src...), w)
 	if !s.args(op, all) {
-		return
+		return false
 	}
 	if w.Dim() != 1 {
 		s.failf(op, CodeShape, "weights have shape %v, want [K]", w.shape)
-		return
+		return false
 	}
 	for i, t := range src {
 		if t.Dim() < 1 || t.shape[0] != w.shape[0] || t.Numel() != dst[i].Numel()*w.shape[0] {
 			s.failf(op, CodeShape, "source %d has shape %v: want [%d] + target %d's %v", i, t.shape, w.shape[0], i, dst[i].shape)
-			return
+			return false
 		}
 	}
-	s.run0(op, opForeachWeightedSum, nil)
+	return true
 }
 
 // ForeachZero sets every x_i to zero.

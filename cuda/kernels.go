@@ -77,16 +77,7 @@ func (s *Scope) KernelImageBatch(images *Tensor, a ImageBatchArgs) *Tensor {
 // device.
 func (s *Scope) KernelWeightedSum(dst, src []*Tensor, w *Tensor) {
 	const op = "kernel_weighted_sum"
-	if len(dst) != len(src) || len(dst) == 0 {
-		s.failf(op, CodeArgument, "%d targets for %d sources", len(dst), len(src))
-		return
-	}
-	all := append(append(append([]*Tensor(nil), dst...), src...), w)
-	if !s.args(op, all) {
-		return
-	}
-	if w.Dim() != 1 {
-		s.failf(op, CodeShape, "weights have shape %v, want [K]", w.shape)
+	if !s.weightedSumArgs(op, dst, src, w) {
 		return
 	}
 	dt, dev := dst[0].dtype, dst[0].device
@@ -101,9 +92,6 @@ func (s *Scope) KernelWeightedSum(dst, src []*Tensor, w *Tensor) {
 			return
 		case t.device != dev || dst[i].device != dev:
 			s.failf(op, CodeArgument, "tensor %d on %v, tensor 0 on %v", i, t.device, dev)
-			return
-		case t.Dim() < 1 || t.shape[0] != w.shape[0] || t.Numel() != dst[i].Numel()*w.shape[0]:
-			s.failf(op, CodeShape, "source %d has shape %v: want [%d] + target %d's %v", i, t.shape, w.shape[0], i, dst[i].shape)
 			return
 		}
 	}

@@ -102,19 +102,6 @@ func (p Partial) Shape(s model.Spec) (model.Spec, error) {
 	return s, nil
 }
 
-// localDescription is "roles a, b and blocks 11" for the registry's summaries and errors.
-func (p Partial) localDescription() string {
-	var names []string
-	for _, r := range p.Roles {
-		names = append(names, r.String())
-	}
-	out := strings.Join(names, ", ")
-	if len(p.Blocks) > 0 {
-		out += fmt.Sprintf(" and blocks %v", p.Blocks)
-	}
-	return out
-}
-
 // FedPerfix's defaults (official preset "FedPerfix"): a prefix adapter in every block
 // with a bottleneck of 256 and scale s = 1.5, kept local with the head. On CIFAR-100 the
 // official preset also keeps the whole last block local (algorithm.local_blocks: [11]).

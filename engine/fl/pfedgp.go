@@ -3,8 +3,6 @@ package fl
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"pfl/cuda"
 	"pfl/engine/gp"
@@ -234,33 +232,6 @@ func hostRows(z, y, mask *cuda.Tensor) (feat [][][]float64, labels [][]int, pos 
 	return feat, labels, pos, s.Err()
 }
 
-// parallel runs f(0..n−1) on up to GOMAXPROCS goroutines and returns the first error.
-func parallel(n int, f func(i int) error) error {
-	errs := make([]error, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(n, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // deviceKernel is the batch's kernel K_ij = s·exp((x̂_i·x̂_j − 1)/ℓ²) [K, B, B] from the
 // embeddings z [K, B, D] with autograd ops; x̂ = z/max(‖z‖, 1e-12) as F.normalize (the
 // clamp on ‖z‖² keeps a zero row's gradient finite).
@@ -301,7 +272,7 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	cfg := p.gpConfig(false)
 	losses := make([]float64, k)
 	g := make([]float64, k*bs*bs)
-	err = parallel(k, func(r int) error {
+	err = gp.ForEach(k, func(r int) error {
 		if len(feat[r]) == 0 {
 			return nil
 		}
@@ -350,7 +321,7 @@ func (p *PFedGP) Condition(s *cuda.Scope, ids []int, train Embedded) error {
 		}
 	}
 	p.fitted = make([]*gp.Classifier, len(ids))
-	err = parallel(len(rows), func(i int) error {
+	err = gp.ForEach(len(rows), func(i int) error {
 		r := rows[i]
 		if len(feat[r]) == 0 {
 			return fmt.Errorf("client %d has no training sample", ids[r])
@@ -390,7 +361,7 @@ func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 		return nil
 	}
 	out := make([]float64, k*b*p.classes)
-	err = parallel(k, func(r int) error {
+	err = gp.ForEach(k, func(r int) error {
 		probs, err := p.fitted[r].Predict(feat[r], p.classes)
 		if err != nil {
 			return err

@@ -153,7 +153,7 @@ func Gibbs(k *mat.SymDense, left []bool, draws, steps int, r *rand.Rand) ([][]fl
 		seeds[d] = [2]uint64{r.Uint64(), r.Uint64()}
 	}
 	omega := make([][]float64, draws)
-	err := forEach(draws, func(d int) error {
+	err := ForEach(draws, func(d int) error {
 		rd := rand.New(rand.NewPCG(seeds[d][0], seeds[d][1]))
 		f := priorDraw(&l, rd)
 		omega[d] = make([]float64, n)
@@ -177,10 +177,10 @@ func Gibbs(k *mat.SymDense, left []bool, draws, steps int, r *rand.Rand) ([][]fl
 	return omega, nil
 }
 
-// forEach runs f(0..n−1) on up to GOMAXPROCS goroutines and returns the first error (by
+// ForEach runs f(0..n−1) on up to GOMAXPROCS goroutines and returns the first error (by
 // index). The chains of a GP are independent, each with its own stream, so running them
-// in parallel changes no result.
-func forEach(n int, f func(i int) error) error {
+// in parallel changes no result (pFedGP's clients likewise).
+func ForEach(n int, f func(i int) error) error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -261,7 +261,7 @@ func NewPosterior(k *mat.SymDense, left []bool, omega [][]float64) (*Posterior, 
 	n := k.SymmetricDim()
 	kap := kappa(left)
 	p := &Posterior{n: n, chol: make([]*mat.Cholesky, len(omega)), alpha: make([]*mat.VecDense, len(omega))}
-	err := forEach(len(omega), func(d int) error {
+	err := ForEach(len(omega), func(d int) error {
 		c, err := noisy(k, omega[d])
 		if err != nil {
 			return err
@@ -290,7 +290,7 @@ const minVar = 1e-10
 func (p *Posterior) Moments(ks *mat.Dense, kss []float64) (mean, variance [][]float64, err error) {
 	_, m := ks.Dims()
 	mean, variance = make([][]float64, len(p.chol)), make([][]float64, len(p.chol))
-	err = forEach(len(p.chol), func(d int) error {
+	err = ForEach(len(p.chol), func(d int) error {
 		var v mat.Dense
 		if err := p.chol[d].SolveTo(&v, ks); err != nil {
 			return err
@@ -376,7 +376,7 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 		dMu, dV, pr []float64
 	}
 	draws := make([]draw, nd)
-	err = forEach(nd, func(d int) error {
+	err = ForEach(nd, func(d int) error {
 		dr := &draws[d]
 		if err := post.chol[d].SolveTo(&dr.v, kth); err != nil {
 			return err
@@ -424,7 +424,7 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 			dKhh[j] += dp[j] * draws[d].dV[j] / float64(nd)
 		}
 	}
-	_ = forEach(nd, func(d int) error {
+	_ = ForEach(nd, func(d int) error {
 		dr := &draws[d]
 		alpha := post.alpha[d]
 		a, b := make([]float64, m), make([]float64, m)
@@ -474,7 +474,7 @@ func MarginalLoss(k *mat.SymDense, omega [][]float64, left []bool) (loss float64
 	nd := float64(len(omega))
 	lls := make([]float64, len(omega))
 	per := make([]*mat.Dense, len(omega))
-	err = forEach(len(omega), func(d int) error {
+	err = ForEach(len(omega), func(d int) error {
 		w := omega[d]
 		c, err := noisy(k, w)
 		if err != nil {
