@@ -54,14 +54,21 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	return sets
 }
 
-// memberRounds is a suite member's own train.rounds (pFedHN-T's doubled rounds).
-var memberRounds = regexp.MustCompile(`train\.rounds\s*=\s*\d+`)
+// memberRounds is a suite member's own train.rounds (pFedHN-T's doubled rounds), and
+// memberParticipation its own train.participation (pFedHN's one client per round).
+var (
+	memberRounds        = regexp.MustCompile(`train\.rounds\s*=\s*\d+`)
+	memberParticipation = regexp.MustCompile(`train\.participation\s*=\s*[0-9.eE+-]+`)
+)
 
-// toySuite shrinks the suite members that set their own train.rounds to the toy's two.
+// toySuite shrinks the suite members that set their own train.rounds or
+// train.participation to the toy's two rounds and 0.4 (of the toy's five clients: one
+// client per round at the paper's 1/50 would select none).
 func toySuite(suite []string) []string {
 	out := make([]string, len(suite))
 	for i, m := range suite {
-		out[i] = memberRounds.ReplaceAllString(m, "train.rounds=2")
+		m = memberRounds.ReplaceAllString(m, "train.rounds=2")
+		out[i] = memberParticipation.ReplaceAllString(m, "train.participation=0.4")
 	}
 	return out
 }
