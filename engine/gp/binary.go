@@ -361,6 +361,28 @@ const logEps = 1e-12
 // respect to each entry as an independent input; contracted with a symmetric kernel's
 // entries they give the exact derivative.
 func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64, omega [][]float64, trainLeft, heldLeft []bool) (loss float64, dKtt, dKth *mat.Dense, dKhh []float64, err error) {
+	return BalancedPredictiveLoss(h, ktt, kth, khh, omega, trainLeft, heldLeft, 1, 1)
+}
+
+// Balanced is the branch probability reweighted by the branches' prior ratios wLeft and
+// wRight, p̃ = wLeft·p/(wLeft·p + wRight·(1 − p)), and dp̃/dp; equal weights leave p (and
+// the derivative 1) exactly. pFedGP-IP conditions its GPs on inducing inputs whose branch
+// proportions differ from the data's and corrects the predictive so: P(y | x) ∝
+// (P(y)/Q(y))·Q(y | x), Q the proportions the GP was conditioned on, P the data's.
+func Balanced(p, wLeft, wRight float64) (pt, dpt float64) {
+	if wLeft == wRight {
+		return p, 1
+	}
+	den := wLeft*p + wRight*(1-p)
+	return wLeft * p / den, wLeft * wRight / (den * den)
+}
+
+// BalancedPredictiveLoss is PredictiveLoss with every held-out point's P(left | x) first
+// reweighted by Balanced(·, wLeft, wRight) (weights > 0).
+func BalancedPredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64, omega [][]float64, trainLeft, heldLeft []bool, wLeft, wRight float64) (loss float64, dKtt, dKth *mat.Dense, dKhh []float64, err error) {
+	if !(wLeft > 0) || !(wRight > 0) {
+		return 0, nil, nil, nil, fmt.Errorf("gp: predictive loss: branch weights %g and %g, want both > 0", wLeft, wRight)
+	}
 	n := ktt.SymmetricDim()
 	_, m := kth.Dims()
 	if len(trainLeft) != n || len(heldLeft) != m || len(khh) != m {
@@ -409,12 +431,13 @@ func PredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []float64,
 	}
 	dp := make([]float64, m) // ∂L/∂p_j
 	for j := 0; j < m; j++ {
-		q, sign := p[j], 1.0
+		pt, dpt := Balanced(p[j], wLeft, wRight)
+		q, sign := pt, 1.0
 		if !heldLeft[j] {
-			q, sign = 1-p[j], -1
+			q, sign = 1-pt, -1
 		}
 		loss -= math.Log(q+logEps) / float64(m)
-		dp[j] = -sign / ((q + logEps) * float64(m))
+		dp[j] = -sign / ((q + logEps) * float64(m)) * dpt
 	}
 	type grads struct{ tt, th *mat.Dense }
 	per := make([]grads, nd)

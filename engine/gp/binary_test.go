@@ -202,6 +202,13 @@ func fdTol(g float64) float64 { return 1e-6 * (1 + math.Abs(g)) }
 // entry perturbed (the training block symmetrically: the two mirrored entries together,
 // whose derivative is G_ik + G_ki).
 func TestPredictiveLossGradient(t *testing.T) {
+	// equal weights are PredictiveLoss; unequal ones add Balanced's chain factor
+	for _, w := range [][2]float64{{1, 1}, {3, 0.5}} {
+		t.Run("", func(t *testing.T) { predictiveLossGradient(t, w[0], w[1]) })
+	}
+}
+
+func predictiveLossGradient(t *testing.T, wl, wr float64) {
 	r := rand.New(rand.NewPCG(7, 8))
 	h, _ := NewHermite(HermitePoints)
 	x := Normalize(randFeatures(r, 8, 3))
@@ -212,13 +219,13 @@ func TestPredictiveLossGradient(t *testing.T) {
 	ktt, kth := sub(g, tr, testKernel.Jitter), block(g, tr, he)
 	khh := []float64{8.001, 8.001, 8.001}
 	loss := func(ktt *mat.SymDense, kth *mat.Dense, khh []float64) float64 {
-		l, _, _, _, err := PredictiveLoss(h, ktt, kth, khh, omega, trL, heL)
+		l, _, _, _, err := BalancedPredictiveLoss(h, ktt, kth, khh, omega, trL, heL, wl, wr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l
 	}
-	l0, dtt, dth, dhh, err := PredictiveLoss(h, ktt, kth, khh, omega, trL, heL)
+	l0, dtt, dth, dhh, err := BalancedPredictiveLoss(h, ktt, kth, khh, omega, trL, heL, wl, wr)
 	if err != nil || !(l0 > 0) {
 		t.Fatal(l0, err)
 	}

@@ -104,9 +104,10 @@ type Classifier struct {
 }
 
 type fitted struct {
-	node *Node
-	idx  []int
-	post *Posterior
+	node          *Node
+	idx           []int
+	post          *Posterior
+	wLeft, wRight float64 // the prior-ratio correction (Balanced); 0, 0: none
 }
 
 // Fit builds the tree of a client's training samples (features feat, labels y) and samples
@@ -131,7 +132,7 @@ func Fit(cfg Config, h Hermite, feat [][]float64, y []int, r *rand.Rand) (*Class
 		if err != nil {
 			return nil, err
 		}
-		c.nodes = append(c.nodes, fitted{n, idx, post})
+		c.nodes = append(c.nodes, fitted{node: n, idx: idx, post: post})
 	}
 	return c, nil
 }
@@ -170,6 +171,11 @@ func (c *Classifier) Predict(feat [][]float64, classes int) ([][]float64, error)
 		if err != nil {
 			return nil, err
 		}
+		if f.wLeft > 0 {
+			for j := range pl {
+				pl[j], _ = Balanced(pl[j], f.wLeft, f.wRight)
+			}
+		}
 		for j := range out {
 			for _, cl := range f.node.Left.Classes {
 				out[j][cl] *= pl[j]
@@ -194,6 +200,7 @@ type planNode struct {
 	train, held         []int
 	trainLeft, heldLeft []bool
 	omega               [][]float64
+	wLeft, wRight       float64 // Balanced's weights; 0, 0: none
 }
 
 // NewPlan draws the plan of a batch's loss from r: the tree of the batch's classes (from
@@ -272,7 +279,11 @@ func (p *Plan) Eval(cfg Config, h Hermite, feat [][]float64) (float64, *mat.Dens
 		for j, s := range n.held {
 			khh[j] = gram.At(s, s) + cfg.Kernel.Jitter
 		}
-		l, dtt, dth, dhh, err := PredictiveLoss(h, ktt, block(gram, n.train, n.held), khh, n.omega, n.trainLeft, n.heldLeft)
+		wl, wr := 1.0, 1.0
+		if n.wLeft > 0 {
+			wl, wr = n.wLeft, n.wRight
+		}
+		l, dtt, dth, dhh, err := BalancedPredictiveLoss(h, ktt, block(gram, n.train, n.held), khh, n.omega, n.trainLeft, n.heldLeft, wl, wr)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -334,4 +345,140 @@ func (k Kernel) FeatureGrad(feat [][]float64, g *mat.Dense) [][]float64 {
 		}
 	}
 	return out
+}
+
+// branchWeights is the prior-ratio correction of a node conditioned on samples whose
+// branch counts are q (left, right) for data whose counts are p: w_b = (p_b/Σp)/(q_b/Σq),
+// the official pFedGP-IP evaluation's P(y)/Q(y).
+func branchWeights(pLeft, pRight, qLeft, qRight int) (float64, float64) {
+	p, q := float64(pLeft+pRight), float64(qLeft+qRight)
+	return (float64(pLeft) / p) / (float64(qLeft) / q), (float64(pRight) / p) / (float64(qRight) / q)
+}
+
+// count returns how many of left are true and false.
+func count(left []bool) (l, r int) {
+	for _, b := range left {
+		if b {
+			l++
+		} else {
+			r++
+		}
+	}
+	return l, r
+}
+
+// withInducing appends the inducing inputs ind (labels indY) to a client's samples: the
+// rows and labels the inducing-point variant's kernels are taken over, the samples first.
+func withInducing(feat [][]float64, y []int, ind [][]float64, indY []int) ([][]float64, []int, error) {
+	if len(feat) == 0 || len(feat) != len(y) || len(ind) != len(indY) {
+		return nil, nil, fmt.Errorf("gp: %d features, %d labels, %d inducing inputs, %d inducing labels", len(feat), len(y), len(ind), len(indY))
+	}
+	return append(slices.Clip(feat), ind...), append(slices.Clip(y), indY...), nil
+}
+
+// inducingMembers splits node n's members of the rows all (labels y: the b samples, then
+// the inducing inputs) into samples and inducing inputs; an error when a branch has no
+// inducing input (its classes have none).
+func inducingMembers(n *Node, y []int, b int) (data, ind []int, dataLeft, indLeft []bool, err error) {
+	idx, left := members(n, y)
+	for i, s := range idx {
+		if s < b {
+			data, dataLeft = append(data, s), append(dataLeft, left[i])
+		} else {
+			ind, indLeft = append(ind, s), append(indLeft, left[i])
+		}
+	}
+	if l, r := count(indLeft); l == 0 || r == 0 {
+		return nil, nil, nil, nil, fmt.Errorf("gp: node of classes %v: a branch without inducing inputs", n.Classes)
+	}
+	return data, ind, dataLeft, indLeft, nil
+}
+
+// FitInducing is pFedGP-IP-data's classifier (the official pFedGP_full_data.py
+// pFedGPIPData and tree.py BinaryTreepFedGPIPData): the tree of the client's samples (feat,
+// y) as Fit's, but every inner node's GP conditioned on its samples together with the
+// inducing inputs of its classes (ind, labels indY: class c's inputs are labelled c), and
+// its branch probability corrected by the prior ratio of the samples' branch counts to the
+// conditioning set's (branchWeights, Balanced).
+func FitInducing(cfg Config, h Hermite, feat [][]float64, y []int, ind [][]float64, indY []int, r *rand.Rand) (*Classifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	all, ally, err := withInducing(feat, y, ind, indY)
+	if err != nil {
+		return nil, fmt.Errorf("gp: fit: %w", err)
+	}
+	c := &Classifier{cfg: cfg, h: h, tree: Tree(feat, y, cfg.Restarts, r), x: Normalize(all)}
+	gram := cfg.Kernel.Cross(c.x, c.x)
+	for _, n := range c.tree.Inner() {
+		_, _, dataLeft, _, err := inducingMembers(n, ally, len(feat))
+		if err != nil {
+			return nil, err
+		}
+		idx, left := members(n, ally)
+		k := sub(gram, idx, cfg.Kernel.Jitter)
+		omega, err := Gibbs(k, left, cfg.Draws, cfg.Steps, r)
+		if err != nil {
+			return nil, err
+		}
+		post, err := NewPosterior(k, left, omega)
+		if err != nil {
+			return nil, err
+		}
+		pl, pr := count(dataLeft)
+		ql, qr := count(left)
+		wl, wr := branchWeights(pl, pr, ql, qr)
+		c.nodes = append(c.nodes, fitted{node: n, idx: idx, post: post, wLeft: wl, wRight: wr})
+	}
+	return c, nil
+}
+
+// NewInducingPlan is pFedGP-IP-data's training plan (the official pFedGPIPData
+// forward_predicitive): the tree of the batch's samples (feat, y), and at every inner node
+// the GP conditioned on the inducing inputs of the node's classes alone (ind, indY), its
+// chains run on their kernel, and every sample of the node held out: the loss is the
+// samples' predictive cross-entropy, each branch probability corrected by the prior ratio
+// of the samples' branch counts to the inducing inputs' (branchWeights). The plan's rows,
+// for Eval, are the samples followed by the inducing inputs.
+func NewInducingPlan(cfg Config, feat [][]float64, y []int, ind [][]float64, indY []int, r *rand.Rand) (*Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Objective != Predictive {
+		return nil, fmt.Errorf("gp: the inducing-point variant trains the predictive objective only")
+	}
+	all, ally, err := withInducing(feat, y, ind, indY)
+	if err != nil {
+		return nil, fmt.Errorf("gp: plan: %w", err)
+	}
+	p := &Plan{Tree: Tree(feat, y, cfg.Restarts, r)}
+	x := Normalize(all)
+	gram := cfg.Kernel.Cross(x, x)
+	for _, n := range p.Tree.Inner() {
+		data, in, dataLeft, inLeft, err := inducingMembers(n, ally, len(feat))
+		if err != nil {
+			return nil, err
+		}
+		pn := planNode{train: in, trainLeft: inLeft, held: data, heldLeft: dataLeft}
+		pl, pr := count(dataLeft)
+		ql, qr := count(inLeft)
+		pn.wLeft, pn.wRight = branchWeights(pl, pr, ql, qr)
+		if pn.omega, err = Gibbs(sub(gram, in, cfg.Kernel.Jitter), inLeft, cfg.Draws, cfg.Steps, r); err != nil {
+			return nil, err
+		}
+		p.nodes = append(p.nodes, pn)
+	}
+	return p, nil
+}
+
+// InducingLoss is one client's pFedGP-IP-data training loss on a batch and its gradient
+// with respect to the kernel matrix of the batch's samples followed by the inducing
+// inputs ([len(feat)+len(ind)]²): NewInducingPlan, then Eval.
+func InducingLoss(cfg Config, h Hermite, feat [][]float64, y []int, ind [][]float64, indY []int, r *rand.Rand) (float64, *mat.Dense, error) {
+	p, err := NewInducingPlan(cfg, feat, y, ind, indY, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	all, _, _ := withInducing(feat, y, ind, indY)
+	return p.Eval(cfg, h, all)
 }
