@@ -217,6 +217,10 @@ type PFedGPConfig struct {
 	// PredictRatio is the fraction of each branch's samples held out by the predictive
 	// objective; default 0.5 (--predict-ratio).
 	PredictRatio float64 `mapstructure:"predict_ratio" json:"predict_ratio"`
+	// Inducing is pfedgp-ip's number of inducing inputs per class, shared by all clients
+	// and learned in the embedding space; default 100 (the official
+	// --num-inducing-points). Other algorithms do not read it.
+	Inducing int `mapstructure:"inducing" json:"inducing"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -349,7 +353,7 @@ func DefaultConfig() Config {
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
 			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
 			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
-				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5}},
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -440,7 +444,8 @@ func (c AlgorithmConfig) options() fl.Options {
 
 		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
 			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
-			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio}}
+			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio,
+			Inducing: c.PFedGP.Inducing}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

@@ -295,6 +295,10 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.atLeast("algorithm.pfedgp.eval_gibbs_steps", int64(g.EvalGibbsSteps), 0)
 	k.oneOf("algorithm.pfedgp.objective", g.Objective, "predictive", "marginal")
 	k.real("algorithm.pfedgp.predict_ratio", g.PredictRatio, 0, 1, "()")
+	k.atLeast("algorithm.pfedgp.inducing", int64(g.Inducing), 1)
+	if a.Name == "pfedgp-ip" && g.Objective != "predictive" {
+		k.fail("algorithm.pfedgp.objective", "%q, but algorithm pfedgp-ip trains the predictive objective only", g.Objective)
+	}
 }
 
 func (c Config) validateTrain(k *checker) {

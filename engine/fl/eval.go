@@ -196,7 +196,7 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 		if err != nil {
 			return evalCounts{}, err
 		}
-		if err := c.Condition(s, ids, *train); err != nil {
+		if err := c.Condition(s, m, ids, *train); err != nil {
 			return evalCounts{}, fmt.Errorf("fl: %s: conditioning on the training samples of clients %v: %w", r.strat.Name(), ids, err)
 		}
 	}

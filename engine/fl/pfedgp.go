@@ -90,8 +90,9 @@ import (
 //     stream (so stacked and one-at-a-time training draw the same), at evaluation from
 //     (seed, "pfedgp/eval", client), the same at every evaluation.
 //
-// Not implemented: the inducing-point variants (pFedGP-IP-data, pFedGP-IP-compute), and
-// the official trainer's gradient-norm clipping at 50 (the run's SGD has none).
+// Not implemented: the official trainer's gradient-norm clipping at 50 (the run's SGD has
+// none). The inducing-point variant pFedGP-IP-data is PFedGPIP (pfedgp_ip.go);
+// pFedGP-IP-compute is not implemented.
 type PFedGP struct {
 	PFedGPConfig
 
@@ -113,13 +114,14 @@ type PFedGPConfig struct {
 	EvalSteps    int     // at evaluation; --num-gibbs-steps-test 5
 	Objective    string  // "predictive" (predictive_likelihood, the default) or "marginal"
 	PredictRatio float64 // the held-out fraction of each branch; --predict-ratio 0.5
+	Inducing     int     // pfedgp-ip: inducing inputs per class; --num-inducing-points 100
 }
 
 // DefaultPFedGP is the official trainer's setting (experiments/heterogenous_class_dist/
 // trainer.py defaults; the kernel's jitter 1e-3 is the official GP model's).
 func DefaultPFedGP() PFedGPConfig {
 	return PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, Draws: 20, Steps: 5, EvalDraws: 30, EvalSteps: 5,
-		Objective: "predictive", PredictRatio: 0.5}
+		Objective: "predictive", PredictRatio: 0.5, Inducing: 100}
 }
 
 // pfedgpJitter is the official GPModel's jitter_val.
@@ -306,7 +308,7 @@ func (p *PFedGP) Embed(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tenso
 
 // Condition fits each row's GP classifier to its client's embedded training samples
 // (Conditioner). Rows of the same client (a chunk's padding) share one fit.
-func (p *PFedGP) Condition(s *cuda.Scope, ids []int, train Embedded) error {
+func (p *PFedGP) Condition(s *cuda.Scope, _ model.Model, ids []int, train Embedded) error {
 	feat, labels, _, err := hostRows(train.Feat, train.Y, train.Mask)
 	if err != nil {
 		return err

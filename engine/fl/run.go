@@ -85,6 +85,9 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		return nil, err
 	}
 	defer g.Close()
+	if c, ok := strat.(classCounter); ok && fed.Train != nil {
+		c.setClasses(fed.Train.Classes)
+	}
 	if w := r.hooks.wrap; w != nil {
 		inner := build
 		build = func(k int, g *cuda.Generator) (model.Model, error) {

@@ -158,8 +158,9 @@ type Conditioner interface {
 	Predictor
 	// Embed maps inputs x [K, B, ...] through m's rows to what Condition reads [K, B, D].
 	Embed(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor
-	// Condition prepares row k's predictor from client ids[k]'s training samples.
-	Condition(s *cuda.Scope, ids []int, train Embedded) error
+	// Condition prepares row k's predictor from client ids[k]'s training samples, embedded
+	// by m (whose parameters it may read too: pFedGP-IP's inducing inputs).
+	Condition(s *cuda.Scope, m model.Model, ids []int, train Embedded) error
 }
 
 // HostStep is a Strategy whose training step reads device values on the host in the

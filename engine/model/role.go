@@ -27,6 +27,7 @@ const (
 	RoleRecurrent                // LSTM weights and biases
 	RolePersonalHead             // a second, personal classifier beside the head (FedRoD)
 	RoleMixing                   // a per-client weight mixing two models (APFL's α)
+	RoleInducing                 // learned inducing inputs in a feature space (pFedGP-IP)
 	numRoles
 )
 
@@ -34,6 +35,7 @@ var roleNames = [...]string{
 	"patch_embed", "pos_embed", "cls", "attn_qkv", "attn_out", "mlp", "norm", "norm_stats",
 	"head", "focal_f", "focal_ctx", "focal_h", "focal_proj", "downsample", "adapter",
 	"prompt", "embedding", "conv", "fc", "recurrent", "personal_head", "mixing",
+	"inducing",
 }
 
 // String is the role's name, as ParseRole reads it.
