@@ -52,6 +52,9 @@ import (
 //   - As PFedGP: a step is one batch (the tree is the batch's classes'), the kernel's s and
 //     ℓ are fixed, no gradient clipping. The marginal objective is not offered (the official
 //     pFedGP-IP-data trains the predictive objective only).
+//   - Costs: a training node of c classes runs its chains on c·Inducing inputs (D·(S+1)
+//     factorizations of that size per step, whatever the batch), and an evaluation node
+//     on its samples plus c·Inducing inputs; the full GP's costs (pfedgp.go) otherwise.
 //   - The embedding network and X̄ share the run's local optimizer (the official code's SGD
 //     with lr, momentum 0.9 and weight decay over both).
 type PFedGPIP struct {
