@@ -84,6 +84,8 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PFedGP.EvalGibbsSteps = -2 }, "algorithm.pfedgp.eval_gibbs_steps"},
 		{func(c *Config) { c.Algorithm.PFedGP.Objective = "elbo" }, "algorithm.pfedgp.objective"},
 		{func(c *Config) { c.Algorithm.PFedGP.PredictRatio = 1 }, "algorithm.pfedgp.predict_ratio"},
+		{func(c *Config) { c.Algorithm.PFedGP.Inducing = 0 }, "algorithm.pfedgp.inducing"},
+		{func(c *Config) { c.Algorithm.Name, c.Algorithm.PFedGP.Objective = "pfedgp-ip", "marginal" }, "algorithm.pfedgp.objective"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)

@@ -329,15 +329,21 @@ func TestSimultaneousRunsOneWins(t *testing.T) {
 	}
 }
 
-// TestPFedGPRunsTwoRounds: pfedgp through the whole experiment path at toy size (the
-// ConvNet whose head becomes the 84-wide embedding, a pathological split, the GP keys):
-// two rounds, evaluated each round, a checkpoint whose evaluation reproduces the last
-// round's (the evaluation's GP draws come from fixed per-client streams), and a misspelt
-// objective refused with its key.
+// TestPFedGPRunsTwoRounds: pfedgp and pfedgp-ip through the whole experiment path at toy
+// size (the ConvNet whose head becomes the 84-wide embedding, a pathological split, the GP
+// keys): two rounds, evaluated each round, a checkpoint (with pfedgp-ip's inducing inputs)
+// whose evaluation reproduces the last round's (the evaluation's GP draws come from fixed
+// per-client streams), and a misspelt objective refused with its key.
 func TestPFedGPRunsTwoRounds(t *testing.T) {
-	cfg := filled(Config{Name: "pfedgp", Out: t.TempDir(),
+	for _, alg := range []string{"pfedgp", "pfedgp-ip"} {
+		t.Run(alg, func(t *testing.T) { pfedgpRunsTwoRounds(t, alg) })
+	}
+}
+
+func pfedgpRunsTwoRounds(t *testing.T, alg string) {
+	cfg := filled(Config{Name: alg, Out: t.TempDir(),
 		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
-		Algorithm: AlgorithmConfig{Name: "pfedgp", PFedGP: PFedGPConfig{GibbsDraws: 4, GibbsSteps: 2, EvalGibbsDraws: 5, EvalGibbsSteps: 2}},
+		Algorithm: AlgorithmConfig{Name: alg, PFedGP: PFedGPConfig{GibbsDraws: 4, GibbsSteps: 2, EvalGibbsDraws: 5, EvalGibbsSteps: 2, Inducing: 3}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
@@ -356,6 +362,9 @@ func TestPFedGPRunsTwoRounds(t *testing.T) {
 	b, _ = os.ReadFile(filepath.Join(res.Dir, "config.json"))
 	if err := json.Unmarshal(b, &rc); err != nil || rc.Algorithm.PFedGP.EmbedDim != 84 || rc.Algorithm.PFedGP.Objective != "predictive" {
 		t.Fatalf("config.json's pfedgp keys %+v, %v", rc.Algorithm.PFedGP, err)
+	}
+	if ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors")); (alg == "pfedgp-ip") != strings.Contains(string(ck), "inducing.points") {
+		t.Errorf("%s: checkpoint holds inducing.points: %v", alg, !(alg == "pfedgp-ip"))
 	}
 	cfg.Algorithm.PFedGP.Objective = "elbo"
 	if err := cfg.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedgp.objective") {
