@@ -166,12 +166,17 @@ type AlgorithmConfig struct {
 	// official FedPerfix preset keeps blocks.11 on CIFAR-100). Unset: the algorithm's own
 	// (fedperfix: adapter and head; partial has none and needs local_roles or
 	// local_blocks).
-	LocalRoles  []string    `mapstructure:"local_roles" json:"local_roles"`
-	LocalBlocks []int       `mapstructure:"local_blocks" json:"local_blocks"`
-	Hyper       HyperConfig `mapstructure:"hyper" json:"hyper"`
-	KNN         KNNConfig   `mapstructure:"knn" json:"knn"`
-	Ditto       DittoConfig `mapstructure:"ditto" json:"ditto"`
-	APFL        APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	LocalRoles  []string `mapstructure:"local_roles" json:"local_roles"`
+	LocalBlocks []int    `mapstructure:"local_blocks" json:"local_blocks"`
+	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
+	// official local_training: every client, every round, whatever train.participation)
+	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
+	// every other algorithm). Unset: all. Other algorithms refuse it.
+	LocalClients string      `mapstructure:"local_clients" json:"local_clients"`
+	Hyper        HyperConfig `mapstructure:"hyper" json:"hyper"`
+	KNN          KNNConfig   `mapstructure:"knn" json:"knn"`
+	Ditto        DittoConfig `mapstructure:"ditto" json:"ditto"`
+	APFL         APFLConfig  `mapstructure:"apfl" json:"apfl"`
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
@@ -431,9 +436,10 @@ func (c AlgorithmConfig) options() fl.Options {
 		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
-		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
-		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
-		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
+		LocalSampled: c.LocalClients == "sampled",
+		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
+		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
+		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
 			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
 		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},

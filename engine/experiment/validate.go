@@ -270,6 +270,12 @@ func (c Config) validateAlgorithm(k *checker) {
 	case a.Name == "partial" && len(a.LocalRoles) == 0 && len(a.LocalBlocks) == 0:
 		k.fail("algorithm.local_roles", "empty; algorithm partial keeps local only what local_roles and local_blocks list")
 	}
+	if a.LocalClients != "" {
+		k.oneOf("algorithm.local_clients", a.LocalClients, "all", "sampled")
+		if a.Name != "local" {
+			k.fail("algorithm.local_clients", "set, but algorithm %s trains the sampled clients and does not read it (only local does); remove it", a.Name)
+		}
+	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
