@@ -83,6 +83,7 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Train.EvalProtocol = "before" }, "train.eval_protocol"},
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalClients = "local", "some" }, "algorithm.local_clients"},
 		{func(c *Config) { c.Algorithm.LocalClients = "sampled" }, "algorithm.local_clients"}, // fedavg reads it not
+		{func(c *Config) { c.Novel.ConvergeWithin = 2 }, "novel.converge_within"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)

@@ -140,7 +140,7 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}
-	res.Table = table(res.Runs) + novelTable(res.Runs)
+	res.Table = table(res.Runs) + novelTable(res.Runs, members[0].Novel.ConvergeWithin)
 	if suiteTable == "sensitivity" {
 		res.Table += sensitivityTable(members, res.Runs)
 	}

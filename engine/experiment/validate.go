@@ -120,6 +120,7 @@ func (c Config) Validate() error {
 	}
 	n := c.Novel
 	k.atLeast("novel.epochs", int64(n.Epochs), 1)
+	k.real("novel.converge_within", n.ConvergeWithin, 0, 1, "[]")
 	if n.LR != nil {
 		k.real("novel.lr", *n.LR, 0, inf, "(]")
 	}
