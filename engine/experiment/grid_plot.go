@@ -135,6 +135,16 @@ func drawBands(path, title string, curves []bandCurve) error {
 		}
 		line.Color, line.Width, line.Dashes = col, vg.Points(1.5), plotutil.Dashes(i)
 		p.Add(line)
+		if len(c.mean) < 30 { // few evaluations: mark them (a single one draws no line)
+			pts, err := plotter.NewScatter(c.mean)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", path, err)
+			}
+			pts.Color, pts.Shape = col, plotutil.Shape(i)
+			p.Add(pts)
+			p.Legend.Add(c.name, line, pts)
+			continue
+		}
 		p.Legend.Add(c.name, line)
 	}
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)

@@ -193,6 +193,28 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// the report: the sweep tables, a linked row per run, the sweep plots, the runs' pages
+	pages, err := Report(whole.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) != 1+8 {
+		t.Fatalf("report wrote %d pages, want the sweep's and 8 runs'", len(pages))
+	}
+	b, err := os.ReadFile(pages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, w := range []string{`class="grid-table"`, `<th class="name">data.alpha</th><th>fedavg</th><th>local</th>`, `href="data.alpha=1/local/seed-2/report.html"`,
+		"against data.alpha", "pfl report of a sweep", strings.TrimSuffix(strings.TrimPrefix(rows[1], "| 1 | "), " |")[:5]} {
+		if !strings.Contains(page, w) {
+			t.Errorf("the sweep's report lacks %q", w)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(whole.Dir, "data.alpha=1/local/seed-2/report.html")); err != nil || !strings.Contains(string(b), `href="../../../report.html"`) {
+		t.Errorf("a run's page does not link back to the sweep's (%v)", err)
+	}
 	// a finished grid resumes into nothing but its tables
 	at, done, log = -1, 0, nil
 	if _, err := ResumeGrid(context.Background(), whole.Dir, stopAfter{&at, &done, func() {}, &log}); err != nil || done != 0 {
