@@ -314,6 +314,9 @@ func (g *grid) run(ctx context.Context, resume bool, obs Observer) (*GridResult,
 	}
 	g.runs = res.Runs
 	res.Table = g.tables(res.Runs)
+	if err := g.clientPlots(); err != nil {
+		return res, err
+	}
 	if err := atomicfile.WriteBytes(filepath.Join(g.dir, "results.md"), []byte(res.Table)); err != nil {
 		return res, err
 	}
@@ -425,7 +428,7 @@ func (g *grid) tables(runs []*Result) string {
 		}
 		fmt.Fprintln(&b)
 	}
-	return b.String()
+	return b.String() + g.clientTables(runs)
 }
 
 // numeric reads a sweep's values as numbers, or reports that one is not.
@@ -439,4 +442,95 @@ func numeric(values []string) ([]float64, bool) {
 		out = append(out, f)
 	}
 	return out, true
+}
+
+// maxClientTable is the most clients a sweep's per-client tables and plots show (FedTP's
+// noise study, Fig. 10(b), has 10).
+const maxClientTable = 20
+
+// finalPerClient is the last evaluation's accuracy of every client (metrics.jsonl).
+func finalPerClient(dir string) ([]float64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseMetrics(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "metrics.jsonl"), err)
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if pc := lines[i].PerClient; pc != nil {
+			out := make([]float64, len(pc))
+			for c, a := range pc {
+				out[c] = float64(a)
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no evaluated round", dir)
+}
+
+// perClient is every client's final accuracy (%) of member m at point p, one slice per
+// client holding a value per seed; nil when a run's metrics cannot be read.
+func (g *grid) perClient(p, m int) [][]float64 {
+	var out [][]float64
+	for _, l := range g.leaves {
+		if l.point != p || l.member != m {
+			continue
+		}
+		acc, err := finalPerClient(l.dir())
+		if err != nil {
+			return nil
+		}
+		for c, a := range acc {
+			if c >= len(out) {
+				out = append(out, nil)
+			}
+			out[c] = append(out[c], 100*a)
+		}
+	}
+	return out
+}
+
+// clientTables is, for a sweep over at most maxClientTable clients, each member's final
+// per-client accuracy at every point (FedTP Fig. 10(b): every client's accuracy at each
+// noise level), mean ± std across seeds.
+func (g *grid) clientTables(runs []*Result) string {
+	clients := g.leaves[0].cfg.Data.Clients
+	if len(g.cfg.Sweep) == 0 || clients > maxClientTable || len(runs) < len(g.leaves) {
+		return ""
+	}
+	var b strings.Builder
+	for mi, name := range g.memberNames() {
+		cols := make([][][]float64, len(g.points))
+		for pi := range g.points {
+			if cols[pi] = g.perClient(pi, mi); cols[pi] == nil {
+				return b.String()
+			}
+		}
+		fmt.Fprintf(&b, "%s: final accuracy of every client (%%, the last evaluation), a column per sweep point", name)
+		for _, a := range g.cfg.Sweep {
+			if a.Key == "data.noise" {
+				fmt.Fprintf(&b, "; under data.noise σ_M client i's inputs get Gaussian noise of std σ_M·i/(N−1), N = %d (FedTP §IV-C.2)", clients)
+			}
+		}
+		fmt.Fprint(&b, ":\n\n| client |")
+		for _, p := range g.points {
+			fmt.Fprintf(&b, " %s |", p.name)
+		}
+		fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.points)+1))
+		for c := 0; c < clients; c++ {
+			fmt.Fprintf(&b, "| %d |", c)
+			for pi := range g.points {
+				var xs []float64
+				if c < len(cols[pi]) {
+					xs = cols[pi][c]
+				}
+				fmt.Fprintf(&b, " %s |", cell(xs))
+			}
+			fmt.Fprintln(&b)
+		}
+		fmt.Fprintln(&b)
+	}
+	return b.String()
 }

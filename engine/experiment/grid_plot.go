@@ -235,3 +235,57 @@ func indexOf(vs []string, v string) int {
 	}
 	return -1
 }
+
+// clientPlots draws, for a one-key sweep over at most maxClientTable clients, each
+// member's final per-client accuracy against the swept value: a point per client (the
+// mean across seeds) and a dotted line through the clients' mean, as FedTP's Fig. 10(b),
+// into clients-<member>.{png,svg}.
+func (g *grid) clientPlots() error {
+	if len(g.cfg.Sweep) != 1 || g.leaves[0].cfg.Data.Clients > maxClientTable {
+		return nil
+	}
+	axis := g.cfg.Sweep[0]
+	xs, isNum := numeric(axis.Values)
+	if !isNum {
+		return nil
+	}
+	for mi, name := range g.memberNames() {
+		p := plot.New()
+		p.Title.Text = name + ": final accuracy of every client"
+		p.X.Label.Text, p.Y.Label.Text = axis.Key, "accuracy, %"
+		var mean plotter.XYs
+		for pi := range g.points {
+			cols := g.perClient(pi, mi)
+			if cols == nil {
+				return nil // a run without metrics: the tables say so
+			}
+			var sum float64
+			var pts plotter.XYs
+			for _, seeds := range cols {
+				m, _ := stats(seeds)
+				pts = append(pts, plotter.XY{X: xs[pi], Y: m})
+				sum += m
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return fmt.Errorf("plot clients-%s: %w", name, err)
+			}
+			sc.Color, sc.Shape = plotutil.Color(pi), plotutil.Shape(0)
+			p.Add(sc)
+			mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(cols))})
+		}
+		line, err := plotter.NewLine(mean)
+		if err != nil {
+			return fmt.Errorf("plot clients-%s: %w", name, err)
+		}
+		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(line)
+		p.Legend.Add("mean over clients", line)
+		for _, ext := range []string{".png", ".svg"} {
+			if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, "clients-"+folderSafe(name)+ext)); err != nil {
+				return fmt.Errorf("plot clients-%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
