@@ -142,6 +142,14 @@ func loadGridConfig(dir string) (Config, error) {
 	return cfg, nil
 }
 
+// CheckGrid makes every run of a config with seeds or a sweep and validates it, as RunGrid
+// does before it writes anything: the first invalid value is an error naming the point,
+// member and seed and the key.
+func CheckGrid(cfg Config) error {
+	_, err := newGrid(cfg)
+	return err
+}
+
 // newGrid expands cfg into its runs and checks every one of them.
 func newGrid(cfg Config) (*grid, error) {
 	if cfg.Name == "" {
