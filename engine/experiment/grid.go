@@ -116,6 +116,20 @@ func IsGrid(dir string) bool {
 	return err == nil && cfg.IsGrid()
 }
 
+// notAGrid refuses the directory of a grid for a command that reads one run (or suite),
+// naming a run of the grid to give it instead.
+func notAGrid(dir, command string) error {
+	cfg, err := loadGridConfig(dir)
+	if err != nil || !cfg.IsGrid() {
+		return nil
+	}
+	example := "<run dir>"
+	if g, err := newGrid(cfg); err == nil {
+		example = g.leaves[0].dir()
+	}
+	return fmt.Errorf("%s holds a grid (seeds or a sweep) of runs; give %s one of them, e.g. %s %s", dir, command, command, example)
+}
+
 // loadGridConfig reads a grid's config.json as written: unlike LoadRunConfig it does not
 // resolve it, so that each point resolves with its own values (a swept train.lr is
 // followed by the keys that follow it).

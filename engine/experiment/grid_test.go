@@ -253,6 +253,12 @@ func TestSeedsWithoutSweepTabulateMembers(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	for name, err := range map[string]error{"maps": func() error { _, err := Maps(res.Dir, MapOptions{}); return err }(),
+		"eval": func() error { _, _, err := Evaluate(res.Dir); return err }(), "tsne": EmbeddingTSNE(res.Dir)} {
+		if err == nil || !strings.Contains(err.Error(), "pfl "+name+" "+filepath.Join(res.Dir, "seed-1")) {
+			t.Errorf("pfl %s of the grid's directory: %v; want a refusal naming a run", name, err)
+		}
+	}
 	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "RunGrid") {
 		t.Fatalf("Run of a config with seeds: %v", err)
 	}

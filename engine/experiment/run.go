@@ -276,6 +276,9 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
 func Evaluate(dir string) (fl.EvalResult, int, error) {
+	if err := notAGrid(dir, "pfl eval"); err != nil {
+		return fl.EvalResult{}, 0, err
+	}
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return fl.EvalResult{}, 0, err
