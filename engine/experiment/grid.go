@@ -492,12 +492,13 @@ func finalPerClient(dir string) ([]float64, error) {
 	return nil, fmt.Errorf("%s has no evaluated round", dir)
 }
 
-// perClient is every client's final accuracy (%) of member m at point p, one slice per
-// client holding a value per seed; nil when a run's metrics cannot be read.
+// perClient is every client's final accuracy (%) of member m at point p under the first
+// seed (client i of another seed is another client: the partition follows the seed), one
+// slice per client; nil when the run's metrics cannot be read.
 func (g *grid) perClient(p, m int) [][]float64 {
 	var out [][]float64
 	for _, l := range g.leaves {
-		if l.point != p || l.member != m {
+		if l.point != p || l.member != m || l.seed != 0 {
 			continue
 		}
 		acc, err := finalPerClient(l.dir())
@@ -515,8 +516,8 @@ func (g *grid) perClient(p, m int) [][]float64 {
 }
 
 // clientTables is, for a sweep over at most maxClientTable clients, each member's final
-// per-client accuracy at every point (FedTP Fig. 10(b): every client's accuracy at each
-// noise level), mean ± std across seeds.
+// per-client accuracy at every point under the first seed (FedTP Fig. 10(b): every
+// client's accuracy at each noise level, one run each).
 func (g *grid) clientTables(runs []*Result) string {
 	clients := g.leaves[0].cfg.Data.Clients
 	if len(g.cfg.Sweep) == 0 || clients > maxClientTable || len(runs) < len(g.leaves) {
@@ -530,7 +531,7 @@ func (g *grid) clientTables(runs []*Result) string {
 				return b.String()
 			}
 		}
-		fmt.Fprintf(&b, "%s: final accuracy of every client (%%, the last evaluation), a column per sweep point", name)
+		fmt.Fprintf(&b, "%s: final accuracy of every client (%%, the last evaluation) under seed %d, a column per sweep point", name, g.seeds[0])
 		for _, a := range g.cfg.Sweep {
 			if a.Key == "data.noise" {
 				fmt.Fprintf(&b, "; under data.noise σ_M client i's inputs get Gaussian noise of std σ_M·i/(N−1), N = %d (FedTP §IV-C.2)", clients)

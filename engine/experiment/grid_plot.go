@@ -237,8 +237,8 @@ func indexOf(vs []string, v string) int {
 }
 
 // clientPlots draws, for a one-key sweep over at most maxClientTable clients, each
-// member's final per-client accuracy against the swept value: a point per client (the
-// mean across seeds) and a dotted line through the clients' mean, as FedTP's Fig. 10(b),
+// member's final per-client accuracy against the swept value under the first seed: a point
+// per client and a dotted line through the clients' mean, as FedTP's Fig. 10(b),
 // into clients-<member>.{png,svg}.
 func (g *grid) clientPlots() error {
 	if len(g.cfg.Sweep) != 1 || g.leaves[0].cfg.Data.Clients > maxClientTable {
@@ -251,7 +251,7 @@ func (g *grid) clientPlots() error {
 	}
 	for mi, name := range g.memberNames() {
 		p := plot.New()
-		p.Title.Text = name + ": final accuracy of every client"
+		p.Title.Text = fmt.Sprintf("%s: final accuracy of every client (seed %d)", name, g.seeds[0])
 		p.X.Label.Text, p.Y.Label.Text = axis.Key, "accuracy, %"
 		var mean plotter.XYs
 		for pi := range g.points {

@@ -109,7 +109,7 @@ func gridReport(dir string) ([]string, error) {
 	p.Sections = addFigures(p.Sections, "Sweep", sweepFigs...)
 	var clientFigs []*figure
 	for _, name := range g.memberNames() {
-		clientFigs = append(clientFigs, fileFigure(filepath.Join(dir, "clients-"+folderSafe(name)+".png"), name+": final accuracy of every client at each swept value, the dotted line their mean"))
+		clientFigs = append(clientFigs, fileFigure(filepath.Join(dir, "clients-"+folderSafe(name)+".png"), name+": final accuracy of every client at each swept value (first seed), the dotted line their mean"))
 	}
 	p.Sections = addFigures(p.Sections, "Per-client accuracy", clientFigs...)
 	p.Sections = addFigures(p.Sections, "Convergence", curves...)
