@@ -35,11 +35,31 @@ type Config struct {
 	// head, and their mean); default none ("").
 	SuiteTable string `mapstructure:"suite_table" json:"suite_table"`
 
+	// Seeds runs the experiment (every suite member at every sweep point) once per seed,
+	// each run in its own seed-<s> directory, and reports the mean ± std across seeds of
+	// each run's metrics (RunGrid); empty: one run with seed. Setting seed and seeds
+	// together is an error.
+	Seeds []uint64 `mapstructure:"seeds" json:"seeds,omitempty"`
+	// Sweep is a grid over config keys: the experiment (the suite, every seed) runs once
+	// per combination of the listed values, each point in its own directory named from its
+	// values ("data.alpha=0.1"), with one table and one plot per metric over the points
+	// (RunGrid). A value is written as a suite member's ("0.1", "[mlp, head]", "fedavg");
+	// the YAML form is a mapping from dotted keys to lists, in the order written. Empty:
+	// no sweep.
+	Sweep []SweepAxis `mapstructure:"-" json:"sweep,omitempty"`
+
 	Data      DataConfig      `mapstructure:"data" json:"data"`
 	Model     ModelConfig     `mapstructure:"model" json:"model"`
 	Algorithm AlgorithmConfig `mapstructure:"algorithm" json:"algorithm"`
 	Train     TrainConfig     `mapstructure:"train" json:"train"`
 	Novel     NovelConfig     `mapstructure:"novel" json:"novel"`
+}
+
+// SweepAxis is one key of a sweep and the values it takes, each as written in the config
+// (the spelling a suite member's value has: JSON, a bracketed list or a plain word).
+type SweepAxis struct {
+	Key    string   `json:"key"`
+	Values []string `json:"values"`
 }
 
 // NovelConfig is the novel-client study (FedTP paper §IV-B.7, Fig. 8), run after training
