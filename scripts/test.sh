@@ -7,6 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+# the report tests render pages in headless Chromium; here a missing browser is a failure
+if ! command -v chromium-headless-shell >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q chromium-headless-shell
+fi
 export PATH="/usr/local/go/bin:$PATH"
 go vet ./...
 unformatted=$(gofmt -l .)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"pfl/configs"
 	"pfl/engine/experiment"
@@ -62,8 +64,16 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		}
 		v.Set(key, setValue(val))
 	}
-	cfg := experiment.DefaultConfig()
-	err = v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
+	if v.IsSet("seed") && v.IsSet("seeds") {
+		return experiment.Config{}, fmt.Errorf("config (%s): seed and seeds are both set; keep seed for one run or seeds for one run per seed", where)
+	}
+	// the sweep block is read apart: its keys are dotted config keys, which viper would
+	// split into sections, and its order (the first key is the plots' x axis) matters
+	in := struct {
+		experiment.Config `mapstructure:",squash"`
+		Sweep             any `mapstructure:"sweep"`
+	}{Config: experiment.DefaultConfig()}
+	err = v.Unmarshal(&in, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true      // a misspelt key is an error, not a silent default
 		dc.WeaklyTypedInput = true // --set and environment values arrive as strings
 		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(wholeNumbers, dc.DecodeHook)
@@ -71,7 +81,142 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	if err != nil {
 		return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
 	}
+	cfg := in.Config
+	if in.Sweep != nil {
+		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
+			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
+		}
+	}
 	return cfg, nil
+}
+
+// sweepAxes reads a sweep block: a mapping from dotted keys to lists of values (viper
+// hands it over as nested sections), ordered as order lists the keys (the rest sorted), or
+// the list of {key, values} a run's config.json holds.
+func sweepAxes(raw any, order []string) ([]experiment.SweepAxis, error) {
+	if list, ok := raw.([]any); ok {
+		var out []experiment.SweepAxis
+		for i, item := range list {
+			m, ok := item.(map[string]any)
+			key, _ := m["key"].(string)
+			vals, isList := m["values"].([]any)
+			if !ok || key == "" || !isList || len(m) != 2 {
+				return nil, fmt.Errorf("sweep: entry %d is not {key, values}; write the sweep as a mapping, e.g. data.alpha: [0.1, 0.5]", i+1)
+			}
+			a := experiment.SweepAxis{Key: key}
+			for _, v := range vals {
+				a.Values = append(a.Values, valueText(v))
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	byKey := map[string][]string{}
+	var walk func(prefix string, node any) error
+	walk = func(prefix string, node any) error {
+		if m, ok := node.(map[string]any); ok {
+			for k, v := range m {
+				if err := walk(prefix+k+".", v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		key := strings.TrimSuffix(prefix, ".")
+		if key == "" {
+			return fmt.Errorf("sweep: want a mapping from config keys to lists of values, e.g. data.alpha: [0.1, 0.5]")
+		}
+		var vals []any
+		switch n := node.(type) {
+		case []any:
+			vals = n
+		case []string:
+			for _, s := range n {
+				vals = append(vals, s)
+			}
+		default:
+			return fmt.Errorf("sweep: %s: %v is not a list of values; write %s: [a, b]", key, node, key)
+		}
+		for _, v := range vals {
+			byKey[key] = append(byKey[key], valueText(v))
+		}
+		if len(vals) == 0 {
+			byKey[key] = []string{}
+		}
+		return nil
+	}
+	if err := walk("", raw); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, k := range order {
+		if _, ok := byKey[k]; ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	var rest []string
+	for k := range byKey {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	var out []experiment.SweepAxis
+	for _, k := range append(keys, rest...) {
+		out = append(out, experiment.SweepAxis{Key: k, Values: byKey[k]})
+	}
+	return out, nil
+}
+
+// valueText writes a sweep value as a suite member's value is written: a number or word
+// as such, a list as [a, b], anything else as JSON.
+func valueText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var items []string
+		for _, it := range x {
+			items = append(items, valueText(it))
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case float64, float32, int, int64, uint64, bool:
+		return fmt.Sprint(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// yamlOrder lists the dotted keys under the top-level key section of a YAML document in
+// the order written ("data.alpha" for both data.alpha: and data: {alpha:}); nil when src
+// does not parse or has no such section.
+func yamlOrder(src []byte, section string) []string {
+	var doc yaml.Node
+	if yaml.Unmarshal(src, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []string
+	var walk func(prefix string, n *yaml.Node)
+	walk = func(prefix string, n *yaml.Node) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := prefix+strings.ToLower(n.Content[i].Value), n.Content[i+1]
+			if v.Kind == yaml.MappingNode {
+				walk(k+".", v)
+			} else {
+				out = append(out, k)
+			}
+		}
+	}
+	top := doc.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == section && top.Content[i+1].Kind == yaml.MappingNode {
+			walk("", top.Content[i+1])
+		}
+	}
+	return out
 }
 
 // wholeNumbers refuses a fractional or out-of-range number for an integer key (YAML's
@@ -103,7 +248,7 @@ func configKeys() []string {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name := f.Tag.Get("mapstructure")
-			if name == "" {
+			if name == "" || name == "-" {
 				continue
 			}
 			if f.Type.Kind() == reflect.Struct {

@@ -73,6 +73,29 @@ func toySuite(suite []string) []string {
 	return out
 }
 
+// toyGrid shrinks a sweep to two values of its first key and the first of every other, and
+// seeds to the first: the grid's layout, tables and plots run, at a few runs' cost. A swept
+// train.participation takes toy rates (five clients cannot sample the papers' 5%).
+func toyGrid(cfg experiment.Config) experiment.Config {
+	var axes []experiment.SweepAxis
+	for i, a := range cfg.Sweep {
+		n := 1
+		if i == 0 {
+			n = 2
+		}
+		a.Values = a.Values[:min(n, len(a.Values))]
+		if a.Key == "train.participation" { // five toy clients cannot sample 5%
+			a.Values = []string{"0.4", "1"}[:len(a.Values)]
+		}
+		axes = append(axes, a)
+	}
+	cfg.Sweep = axes
+	if len(cfg.Seeds) > 0 {
+		cfg.Seeds = cfg.Seeds[:1]
+	}
+	return cfg
+}
+
 // toyCIFAR100 writes a small CIFAR-100 in the official binary layout (a coarse and a fine
 // label byte, then 3×32×32 pixels, per record): 1,000 training and 200 test images, fine
 // class i mod 100 in coarse class fine/5, random pixels.
@@ -95,8 +118,9 @@ func toyCIFAR100(t *testing.T) string {
 }
 
 // TestEveryConfigRunsTwoRoundsAtToySize: every preset of configs/ decodes, validates and
-// runs two rounds (every suite member, every evaluation protocol and partition it names)
-// at toy size, so a config cannot name a key, member or combination that fails to run.
+// runs two rounds (every suite member, every evaluation protocol and partition it names;
+// a sweep at two points of its first key, seeds at the first: toyGrid) at toy size, so a
+// config cannot name a key, member or combination that fails to run.
 func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 	entries, err := configs.Files.ReadDir(".")
 	if err != nil {
@@ -113,6 +137,14 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Suite = toySuite(cfg.Suite)
+			if cfg.IsGrid() {
+				// a grid resolves each point itself (a swept key's followers follow it)
+				_, err = experiment.RunGrid(context.Background(), toyGrid(cfg), experiment.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			cfg = cfg.Resolved()
 			if len(cfg.Suite) > 0 {
 				_, err = experiment.RunSuite(context.Background(), cfg, nil)
@@ -123,5 +155,31 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestGridConfigsValidateEveryPoint: every config with a sweep or seeds makes and validates
+// every run of its full grid at its own size (the toy test runs a part of it).
+func TestGridConfigsValidateEveryPoint(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grids := 0
+	for _, e := range entries {
+		cfg, err := loadConfig(filepath.Join("../../configs", e.Name()), []string{"out=" + t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if !cfg.IsGrid() {
+			continue
+		}
+		grids++
+		if err := experiment.CheckGrid(cfg); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+	if grids < 5 {
+		t.Fatalf("%d configs with a sweep or seeds, want at least 5", grids)
 	}
 }

@@ -43,6 +43,14 @@ func trainCmd(args []string, out io.Writer) error {
 		return err
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
+	if cfg.IsGrid() {
+		gr, err := experiment.RunGrid(ctx, cfg, opts)
+		if err != nil {
+			return err
+		}
+		printGrid(out, gr)
+		return nil
+	}
 	if len(cfg.Suite) > 0 {
 		sr, err := experiment.RunSuiteWith(ctx, cfg, opts)
 		if err != nil {
@@ -62,6 +70,17 @@ func trainCmd(args []string, out io.Writer) error {
 // resumeRun continues a run or a suite; --set may change the keys a resumed run may change
 // (the run refuses any other difference, naming it).
 func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) error {
+	if experiment.IsGrid(dir) {
+		if len(sets) > 0 {
+			return fmt.Errorf("--set with --resume of a grid (seeds or sweep): edit %s instead", filepath.Join(dir, "config.json"))
+		}
+		gr, err := experiment.ResumeGrid(ctx, dir, observer(out))
+		if err != nil {
+			return err
+		}
+		printGrid(out, gr)
+		return nil
+	}
 	if experiment.IsSuite(dir) {
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a suite: edit %s instead", filepath.Join(dir, "config.json"))
@@ -126,6 +145,10 @@ func interruptible(out io.Writer) (context.Context, func()) {
 func printSuite(out io.Writer, sr *experiment.SuiteResult) {
 	fmt.Fprintf(out, "\n%s\nresults: %s\nplot: %s\n", sr.Table,
 		filepath.Join(sr.Dir, "results.md"), filepath.Join(sr.Dir, "accuracy.png"))
+}
+
+func printGrid(out io.Writer, gr *experiment.GridResult) {
+	fmt.Fprintf(out, "\n%s\nresults: %s\n", gr.Table, filepath.Join(gr.Dir, "results.md"))
 }
 
 func printResult(out io.Writer, res *experiment.Result) {

@@ -35,11 +35,31 @@ type Config struct {
 	// head, and their mean); default none ("").
 	SuiteTable string `mapstructure:"suite_table" json:"suite_table"`
 
+	// Seeds runs the experiment (every suite member at every sweep point) once per seed,
+	// each run in its own seed-<s> directory, and reports the mean ± std across seeds of
+	// each run's metrics (RunGrid); empty: one run with seed. Setting seed and seeds
+	// together is an error.
+	Seeds []uint64 `mapstructure:"seeds" json:"seeds,omitempty"`
+	// Sweep is a grid over config keys: the experiment (the suite, every seed) runs once
+	// per combination of the listed values, each point in its own directory named from its
+	// values ("data.alpha=0.1"), with one table and one plot per metric over the points
+	// (RunGrid). A value is written as a suite member's ("0.1", "[mlp, head]", "fedavg");
+	// the YAML form is a mapping from dotted keys to lists, in the order written. Empty:
+	// no sweep.
+	Sweep []SweepAxis `mapstructure:"-" json:"sweep,omitempty"`
+
 	Data      DataConfig      `mapstructure:"data" json:"data"`
 	Model     ModelConfig     `mapstructure:"model" json:"model"`
 	Algorithm AlgorithmConfig `mapstructure:"algorithm" json:"algorithm"`
 	Train     TrainConfig     `mapstructure:"train" json:"train"`
 	Novel     NovelConfig     `mapstructure:"novel" json:"novel"`
+}
+
+// SweepAxis is one key of a sweep and the values it takes, each as written in the config
+// (the spelling a suite member's value has: JSON, a bracketed list or a plain word).
+type SweepAxis struct {
+	Key    string   `json:"key"`
+	Values []string `json:"values"`
 }
 
 // NovelConfig is the novel-client study (FedTP paper §IV-B.7, Fig. 8), run after training
@@ -53,6 +73,11 @@ type NovelConfig struct {
 	// default both. Other algorithms fine-tune their personal parameters (the whole model
 	// when they have none).
 	Tune []string `mapstructure:"tune" json:"tune"`
+	// ConvergeWithin defines "epochs to converge" (TransFed Table 4's "convergence time",
+	// which the paper does not define): the first fine-tuning epoch from which the novel
+	// clients' micro accuracy stays within this distance of its value at the last epoch;
+	// default 0.01 (one percentage point).
+	ConvergeWithin float64 `mapstructure:"converge_within" json:"converge_within"`
 }
 
 // DataConfig selects and partitions the dataset.
@@ -166,12 +191,17 @@ type AlgorithmConfig struct {
 	// official FedPerfix preset keeps blocks.11 on CIFAR-100). Unset: the algorithm's own
 	// (fedperfix: adapter and head; partial has none and needs local_roles or
 	// local_blocks).
-	LocalRoles  []string    `mapstructure:"local_roles" json:"local_roles"`
-	LocalBlocks []int       `mapstructure:"local_blocks" json:"local_blocks"`
-	Hyper       HyperConfig `mapstructure:"hyper" json:"hyper"`
-	KNN         KNNConfig   `mapstructure:"knn" json:"knn"`
-	Ditto       DittoConfig `mapstructure:"ditto" json:"ditto"`
-	APFL        APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	LocalRoles  []string `mapstructure:"local_roles" json:"local_roles"`
+	LocalBlocks []int    `mapstructure:"local_blocks" json:"local_blocks"`
+	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
+	// official local_training: every client, every round, whatever train.participation)
+	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
+	// every other algorithm). Unset: all. Other algorithms refuse it.
+	LocalClients string      `mapstructure:"local_clients" json:"local_clients"`
+	Hyper        HyperConfig `mapstructure:"hyper" json:"hyper"`
+	KNN          KNNConfig   `mapstructure:"knn" json:"knn"`
+	Ditto        DittoConfig `mapstructure:"ditto" json:"ditto"`
+	APFL         APFLConfig  `mapstructure:"apfl" json:"apfl"`
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
@@ -356,7 +386,7 @@ func DefaultConfig() Config {
 				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
-		Novel: NovelConfig{Epochs: 5, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
+		Novel: NovelConfig{Epochs: 5, ConvergeWithin: 0.01, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
 	}
 }
 
@@ -435,9 +465,10 @@ func (c AlgorithmConfig) options() fl.Options {
 		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
-		Ditto:     fl.DittoConfig{Lambda: c.Ditto.Lambda},
-		APFL:      fl.APFLConfig{Alpha: c.APFL.Alpha},
-		PerFedAvg: fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
+		LocalSampled: c.LocalClients == "sampled",
+		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
+		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
+		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
 			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
 		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},

@@ -252,6 +252,9 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 			if len(n.Micro) != 3 || len(n.Mean) != 3 {
 				t.Errorf("%s (%s): %d epochs recorded, want 3", r.Summary.Name, n.Tuned, len(n.Micro))
 			}
+			if c := epochsToConverge(n.Micro, cfg.Novel.ConvergeWithin); n.Converged != c || !strings.Contains(res.Table, fmt.Sprintf(" %d |\n", c)) {
+				t.Errorf("%s (%s): epochs to converge %d, want %d in summary and table:\n%s", r.Summary.Name, n.Tuned, n.Converged, c, res.Table)
+			}
 			if !strings.Contains(res.Table, "| "+r.Summary.Name+" ("+n.Tuned+") |") {
 				t.Errorf("table lacks %s (%s):\n%s", r.Summary.Name, n.Tuned, res.Table)
 			}

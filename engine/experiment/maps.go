@@ -72,6 +72,9 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 	if !(*o.Discard >= 0 && *o.Discard < 1) {
 		return nil, fmt.Errorf("maps: discard %g not in [0, 1)", *o.Discard)
 	}
+	if err := notAGrid(dir, "pfl maps"); err != nil {
+		return nil, err
+	}
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return nil, err

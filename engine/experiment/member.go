@@ -63,6 +63,12 @@ func parseValue(v string) any {
 // apply returns c with the member's keys set, decoded as strictly as a config file: an
 // unknown key or a value of the wrong type is an error naming the key.
 func (m member) apply(c Config) (Config, error) {
+	return setKeys(c, "suite member "+m.label, m.sets)
+}
+
+// setKeys returns c with the keys of sets (key, value as written) set, decoded as strictly
+// as a config file; what names the source in errors ("suite member mlp+head", "sweep").
+func setKeys(c Config, what string, sets [][2]string) (Config, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return c, err
@@ -71,12 +77,12 @@ func (m member) apply(c Config) (Config, error) {
 	if err := json.Unmarshal(b, &tree); err != nil {
 		return c, err
 	}
-	for _, kv := range m.sets {
+	for _, kv := range sets {
 		path := strings.Split(kv[0], ".")
 		node := tree
 		for i, part := range path {
 			if _, ok := node[part]; !ok {
-				return c, fmt.Errorf("suite member %s: unknown key %s", m.label, kv[0])
+				return c, fmt.Errorf("%s: unknown key %s", what, kv[0])
 			}
 			if i == len(path)-1 {
 				node[part] = parseValue(kv[1])
@@ -84,7 +90,7 @@ func (m member) apply(c Config) (Config, error) {
 			}
 			next, ok := node[part].(map[string]any)
 			if !ok {
-				return c, fmt.Errorf("suite member %s: %s is not a section (no key %s)", m.label, strings.Join(path[:i+1], "."), kv[0])
+				return c, fmt.Errorf("%s: %s is not a section (no key %s)", what, strings.Join(path[:i+1], "."), kv[0])
 			}
 			node = next
 		}
@@ -97,7 +103,7 @@ func (m member) apply(c Config) (Config, error) {
 	dec.DisallowUnknownFields()
 	var out Config
 	if err := dec.Decode(&out); err != nil {
-		return c, fmt.Errorf("suite member %s: %v", m.label, err)
+		return c, fmt.Errorf("%s: %v", what, err)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,24 @@ type NovelSummary struct {
 	Micro []float64 `json:"micro"` // Σ correct / Σ predictions over the novel clients
 	Mean  []float64 `json:"mean"`  // mean of their accuracies
 	Std   []float64 `json:"std"`
+	// Converged is the epochs to converge: the first epoch from which Micro stays within
+	// novel.converge_within of where fine-tuning ends (0: no fine-tuning needed).
+	Converged int `json:"epochs_to_converge"`
+}
+
+// epochsToConverge is the first epoch e with |acc[e'] − acc[last]| ≤ within for every
+// e' ≥ e: from when on the curve stays near where fine-tuning ends. A curve still moving
+// at the last epoch converges there (a lower bound: more epochs might have moved it).
+func epochsToConverge(acc []float64, within float64) int {
+	if len(acc) == 0 {
+		return 0
+	}
+	end := acc[len(acc)-1]
+	e := len(acc) - 1
+	for e > 0 && math.Abs(acc[e-1]-end) <= within {
+		e--
+	}
+	return e
 }
 
 // studyNovel runs the novel-client study of a finished run (FedTP paper Fig. 8), once per
@@ -38,7 +57,8 @@ func studyNovel(dir string, cfg Config, run *fl.Run) ([]NovelSummary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("novel clients: %w", err)
 		}
-		out = append(out, NovelSummary{Tuned: c.Tuned, Micro: c.Micro, Mean: c.Mean, Std: c.Std})
+		out = append(out, NovelSummary{Tuned: c.Tuned, Micro: c.Micro, Mean: c.Mean, Std: c.Std,
+			Converged: epochsToConverge(c.Micro, cfg.Novel.ConvergeWithin)})
 		for e := range c.Micro {
 			fmt.Fprintf(&csv, "%s,%d,%.6f,%.6f,%.6f,%.6f\n", c.Tuned, e, c.Micro[e], c.Mean[e], c.Std[e], c.Loss[e])
 		}
@@ -47,8 +67,9 @@ func studyNovel(dir string, cfg Config, run *fl.Run) ([]NovelSummary, error) {
 }
 
 // novelTable is the suite's novel-client table: novel clients' micro accuracy per
-// fine-tuning epoch, one row per algorithm and tuned part; empty without novel clients.
-func novelTable(runs []*Result) string {
+// fine-tuning epoch and the epochs to converge (TransFed Table 4), one row per algorithm
+// and tuned part; empty without novel clients.
+func novelTable(runs []*Result, within float64) string {
 	var b strings.Builder
 	for _, r := range runs {
 		for _, n := range r.Summary.Novel {
@@ -57,17 +78,17 @@ func novelTable(runs []*Result) string {
 				for e := range n.Micro {
 					fmt.Fprintf(&b, " epoch %d |", e)
 				}
-				fmt.Fprint(&b, "\n|---|")
+				fmt.Fprintf(&b, " epochs to converge (within %.3g points of the best) |\n|---|", 100*within)
 				for range n.Micro {
 					fmt.Fprint(&b, "---|")
 				}
-				fmt.Fprintln(&b)
+				fmt.Fprintln(&b, "---|")
 			}
 			fmt.Fprintf(&b, "| %s (%s) |", r.Summary.Name, n.Tuned)
 			for _, a := range n.Micro {
 				fmt.Fprintf(&b, " %.2f |", 100*a)
 			}
-			fmt.Fprintln(&b)
+			fmt.Fprintf(&b, " %d |\n", n.Converged)
 		}
 	}
 	return b.String()

@@ -81,6 +81,9 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Name = "partial" }, "algorithm.local_roles"},
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalBlocks = "fedperfix", []int{-1} }, "algorithm.local_blocks"},
 		{func(c *Config) { c.Train.EvalProtocol = "before" }, "train.eval_protocol"},
+		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalClients = "local", "some" }, "algorithm.local_clients"},
+		{func(c *Config) { c.Algorithm.LocalClients = "sampled" }, "algorithm.local_clients"}, // fedavg reads it not
+		{func(c *Config) { c.Novel.ConvergeWithin = 2 }, "novel.converge_within"},
 	} {
 		cfg := DefaultConfig()
 		c.mutate(&cfg)
@@ -365,5 +368,35 @@ func TestSuiteResumesAsAWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "results.md")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLocalClientsChoosesWhoTrains: algorithm.local_clients "all" (and unset) trains every
+// client in every round, FedTP's official local training; "sampled" trains the round's
+// sampled clients only, FedPerfix's official Local; metrics.jsonl lists who trained.
+func TestLocalClientsChoosesWhoTrains(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int // clients per round, of 4 at participation 0.5
+	}{{"", 4}, {"all", 4}, {"sampled", 2}} {
+		cfg := smallRun(t.TempDir(), "local")
+		cfg.Algorithm.Name, cfg.Algorithm.LocalClients = "local", c.value
+		res, err := Run(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatalf("local_clients %q: %v", c.value, err)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Dir, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r struct{ Clients []int }
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Clients) != c.want {
+				t.Errorf("local_clients %q: a round trained clients %v, want %d of them", c.value, r.Clients, c.want)
+			}
+		}
 	}
 }

@@ -30,6 +30,9 @@ import (
 // machines, versions and wall time. For a suite it also writes one page per member
 // (<member>/report.html); the pages link to each other. It returns the pages written.
 func Report(dir string) ([]string, error) {
+	if IsGrid(dir) {
+		return gridReport(dir)
+	}
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return nil, err
@@ -144,6 +147,14 @@ type page struct {
 	Machines               []Machine
 	Times                  []keyValue
 	ResultsMD              string
+	Tables                 []htmlTable // a grid's tables over its sweep points
+}
+
+// htmlTable is a table of text cells; the first column is a name.
+type htmlTable struct {
+	Caption string
+	Header  []string
+	Rows    [][]string
 }
 
 type navLink struct {
@@ -504,6 +515,12 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 {{range .Results}}<tr>{{if .Href}}<td class="name"><a href="{{.Href}}">{{.Name}}</a></td>{{else}}<td class="name">{{.Name}}</td>{{end}}{{if .Status}}<td colspan="9" class="name">{{.Status}}</td>{{else}}<td>{{.TailMean}} ± {{.TailStd}}</td><td>{{.TailEvals}}</td><td>{{.FinalMean}} ± {{.FinalStd}}</td><td>{{.P10}} / {{.P50}} / {{.P90}}</td><td>{{.Worst10}}</td><td>{{.Micro}}</td><td>{{.Rounds}}</td><td>{{.Wall}}</td><td>{{.SPS}}</td>{{end}}</tr>
 {{end}}</table>
 
+{{range .Tables}}<h2>{{.Caption}}</h2>
+<table class="grid-table">
+<tr>{{range $i, $h := .Header}}<th{{if not $i}} class="name"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if not $i}} class="name"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
 {{if .Resources}}<h2 id="resources">Resources</h2>
 <p class="muted">Per client: trainable parameters stored and kept personal; parameters sent up and down per sampled client per round; training FLOPs per sample = 2 × 3 × forward MACs × the algorithm's passes per sample.</p>
 <table id="resources-table">

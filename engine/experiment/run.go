@@ -107,6 +107,9 @@ func RunWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.IsGrid() {
+		return nil, fmt.Errorf("seeds, sweep: a config with seeds or a sweep runs with RunGrid")
+	}
 	if len(cfg.Suite) > 0 {
 		return nil, fmt.Errorf("suite: a config with a suite runs with RunSuite")
 	}
@@ -132,6 +135,9 @@ func ResumeWith(ctx context.Context, cfg Config, obs Observer) (*Result, error) 
 	cfg = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.IsGrid() {
+		return nil, fmt.Errorf("%s has seeds or a sweep; resume it with ResumeGrid", filepath.Join(cfg.Out, cfg.Name))
 	}
 	if len(cfg.Suite) > 0 {
 		return nil, fmt.Errorf("%s is a suite; resume it with ResumeSuite", filepath.Join(cfg.Out, cfg.Name))
@@ -270,6 +276,9 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
 func Evaluate(dir string) (fl.EvalResult, int, error) {
+	if err := notAGrid(dir, "pfl eval"); err != nil {
+		return fl.EvalResult{}, 0, err
+	}
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return fl.EvalResult{}, 0, err

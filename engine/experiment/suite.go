@@ -81,7 +81,7 @@ func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, e
 // IsSuite reports whether the run directory dir holds a suite.
 func IsSuite(dir string) bool {
 	cfg, err := LoadRunConfig(dir)
-	return err == nil && len(cfg.Suite) > 0
+	return err == nil && len(cfg.Suite) > 0 && !cfg.IsGrid()
 }
 
 // suiteMembers makes and validates every member's config.
@@ -91,6 +91,9 @@ func suiteMembers(cfg Config) ([]Config, error) {
 	}
 	if len(cfg.Suite) == 0 {
 		return nil, fmt.Errorf("suite: no algorithms listed")
+	}
+	if cfg.IsGrid() {
+		return nil, fmt.Errorf("seeds, sweep: a suite with seeds or a sweep runs with RunGrid")
 	}
 	var out []Config
 	for _, entry := range cfg.Suite {
@@ -140,7 +143,7 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}
-	res.Table = table(res.Runs) + novelTable(res.Runs)
+	res.Table = table(res.Runs) + novelTable(res.Runs, members[0].Novel.ConvergeWithin)
 	if suiteTable == "sensitivity" {
 		res.Table += sensitivityTable(members, res.Runs)
 	}

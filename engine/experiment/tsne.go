@@ -102,6 +102,9 @@ func clientGroups(dir string) ([]int, error) {
 // dir/embeddings_tsne.csv (client, novel, group, x, y; group −1 without groups). The
 // layout is seeded by the run's seed. A run without embeddings.csv is an error.
 func EmbeddingTSNE(dir string) error {
+	if err := notAGrid(dir, "pfl tsne"); err != nil {
+		return err
+	}
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return err

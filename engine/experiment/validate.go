@@ -92,6 +92,7 @@ func (c Config) Validate() error {
 	if c.SuiteTable != "" && len(c.Suite) == 0 {
 		k.fail("suite_table", "%q, but there is no suite", c.SuiteTable)
 	}
+	c.validateGrid(k)
 	// train first: algorithm.hyper.lr and novel.lr follow train.lr unless set, and a bad
 	// train.lr must be reported as itself
 	c.validateTrain(k)
@@ -120,6 +121,7 @@ func (c Config) Validate() error {
 	}
 	n := c.Novel
 	k.atLeast("novel.epochs", int64(n.Epochs), 1)
+	k.real("novel.converge_within", n.ConvergeWithin, 0, 1, "[]")
 	if n.LR != nil {
 		k.real("novel.lr", *n.LR, 0, inf, "(]")
 	}
@@ -270,6 +272,12 @@ func (c Config) validateAlgorithm(k *checker) {
 	case a.Name == "partial" && len(a.LocalRoles) == 0 && len(a.LocalBlocks) == 0:
 		k.fail("algorithm.local_roles", "empty; algorithm partial keeps local only what local_roles and local_blocks list")
 	}
+	if a.LocalClients != "" {
+		k.oneOf("algorithm.local_clients", a.LocalClients, "all", "sampled")
+		if a.Name != "local" {
+			k.fail("algorithm.local_clients", "set, but algorithm %s trains the sampled clients and does not read it (only local does); remove it", a.Name)
+		}
+	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
@@ -322,4 +330,52 @@ func (c Config) validateTrain(k *checker) {
 	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)
 	k.oneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")
 	k.atLeast("train.checkpoint_every", int64(t.CheckpointEvery), 1)
+}
+
+// unsweepable are the keys a sweep may not range over: the run's location and the keys
+// that define the grid itself (seeds take the place of sweeping seed).
+var unsweepable = []string{"name", "out", "seed", "seeds", "suite", "suite_table", "sweep"}
+
+// validateGrid checks seeds and the sweep block's keys and values (each point's whole
+// config is checked by RunGrid before any point runs).
+func (c Config) validateGrid(k *checker) {
+	if len(c.Seeds) > 0 && c.Seed != DefaultConfig().Seed {
+		k.fail("seeds", "seed and seeds are both set (seed %d, seeds %v); keep one", c.Seed, c.Seeds)
+	}
+	for i, s := range c.Seeds {
+		if slices.Contains(c.Seeds[:i], s) {
+			k.fail("seeds", "seed %d is listed twice", s)
+		}
+	}
+	if len(c.Sweep) == 0 {
+		return
+	}
+	flat, err := flatten(c)
+	if err != nil {
+		k.fail("sweep", "%v", err)
+		return
+	}
+	var keys []string
+	for _, a := range c.Sweep {
+		key := "sweep: " + a.Key
+		_, known := flat[a.Key]
+		switch {
+		case slices.Contains(unsweepable, a.Key) && a.Key == "seed":
+			k.fail(key, "a sweep cannot range over seed; list the seeds in seeds: [...]")
+		case slices.Contains(unsweepable, a.Key):
+			k.fail(key, "a sweep cannot range over %s", a.Key)
+		case !known:
+			k.fail(key, "unknown key (a sweep ranges over config keys such as data.alpha or train.participation)")
+		case slices.Contains(keys, a.Key):
+			k.fail(key, "listed twice")
+		case len(a.Values) == 0:
+			k.fail(key, "no values; list at least one")
+		}
+		keys = append(keys, a.Key)
+		for i, v := range a.Values {
+			if slices.Contains(a.Values[:i], v) {
+				k.fail(key, "value %s is listed twice", v)
+			}
+		}
+	}
 }

@@ -3,16 +3,25 @@ package fl
 import "pfl/engine/model"
 
 // Local trains every client alone: every parameter is personal and nothing is aggregated.
-// As FedTP's official local_training does, every client trains in every round (the
-// configured participation does not apply: Run's clients per round become all clients
-// that can train), so a Local run of R rounds gives each client R·epochs local epochs.
-type localStrategy struct{}
+// Which clients train in a round follows one of the two official codes:
+//   - Local (FedTP's official local_training): every client trains in every round (the
+//     configured participation does not apply: Run's clients per round become all
+//     clients that can train), so a run of R rounds gives each client R·epochs local
+//     epochs.
+//   - LocalSampled (FedPerfix's official Local server, PFLlib's): only the round's sampled
+//     clients train, as in every other algorithm, so each client trains about
+//     R·participation·epochs local epochs; a client never sampled keeps its initial model.
+type localStrategy struct{ sampled bool }
 
-// Local returns the no-communication baseline.
+// Local returns the no-communication baseline in which every client trains every round.
 func Local() Strategy { return localStrategy{} }
+
+// LocalSampled returns the no-communication baseline in which only the sampled clients
+// train.
+func LocalSampled() Strategy { return localStrategy{sampled: true} }
 
 func (localStrategy) Name() string                 { return "local" }
 func (localStrategy) Personal(p *model.Param) bool { return true }
 
-// EveryClient is true: every client trains every round.
-func (localStrategy) EveryClient() bool { return true }
+// EveryClient is true unless only the sampled clients train.
+func (s localStrategy) EveryClient() bool { return !s.sampled }

@@ -31,6 +31,9 @@ type Options struct {
 	// (partial, fedperfix, prefix-z, prefix-r, prompts, adapters) keeps local; nil keeps its own.
 	LocalRoles  []model.Role
 	LocalBlocks []int
+	// LocalSampled makes Local train only each round's sampled clients (FedPerfix's
+	// official Local) instead of every client (FedTP's official local training).
+	LocalSampled bool
 }
 
 // Algorithm is one entry of the registry: what a config names, what it is, where it comes
@@ -47,7 +50,12 @@ type Algorithm struct {
 var registry = []Algorithm{
 	{"fedavg", "average every parameter", "McMahan et al., AISTATS 2017, Alg. 1", func(Options) Strategy { return FedAvg() }},
 	{"fedprox", "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", "Li et al., MLSys 2020, Eq. 2", func(o Options) Strategy { return FedProx{Mu: o.Mu} }},
-	{"local", "every client trains alone; nothing is shared", "baseline (FedTP Table II \"Local-T\")", func(Options) Strategy { return Local() }},
+	{"local", "every client trains alone; nothing is shared", "baseline (FedTP Table II \"Local-T\")", func(o Options) Strategy {
+		if o.LocalSampled {
+			return LocalSampled()
+		}
+		return Local()
+	}},
 	{"fedper", "the head stays with its client; the rest is averaged", "Arivazhagan et al., 2019, §3", func(Options) Strategy { return FedPer() }},
 	{"fedbn", "normalization layers and their statistics stay local", "Li et al., ICLR 2021, Alg. 1", func(Options) Strategy { return FedBN() }},
 	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(Options) Strategy { return FedRep{} }},
