@@ -93,12 +93,17 @@ func (f *FedTP) rodPart() *FedRoD {
 	return f.rod
 }
 
-// targets are the model's generated parameters, in its order.
+// targets are the model's generated parameters, in its order. A parameter a fresh model
+// builds at a constant (normalization scales at 1) is generated around that constant: a
+// fresh hypernetwork's outputs are near 0, and norm scales near 0 switch their layers off
+// (pFedHN generating every weight of a ViT did not learn before this). The official FedTP
+// code generates only Q/K/V, which no offset touches.
 func (f *FedTP) targets(m model.Model) []hyper.Target {
 	var targets []hyper.Target
 	for _, p := range m.Params().List {
 		if f.Generated(p) {
-			targets = append(targets, hyper.Target{Name: p.Name, Shape: p.Shape})
+			off, _ := p.ConstantInit()
+			targets = append(targets, hyper.Target{Name: p.Name, Shape: p.Shape, Offset: off})
 		}
 	}
 	return targets

@@ -138,10 +138,15 @@ func ParamCount(cfg Config, targets []Target) float64 {
 	return n
 }
 
-// Target is one generated parameter: its name (for checkpoints) and one client's shape.
+// Target is one generated parameter: its name (for checkpoints), one client's shape and
+// a constant added to the head's output.
 type Target struct {
 	Name  string
 	Shape []int64
+	// Offset is added to every generated value, so that a fresh hypernetwork generates
+	// values around it rather than around 0: 1 for normalization scales (a scale near 0
+	// switches the layer off), 0 for everything else. The gradient is unchanged.
+	Offset float64
 }
 
 func numel(shape []int64) int64 {
@@ -285,6 +290,9 @@ func (n *Net) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
 			u := s.Reshape(s.Linear(h, p[0], p[1]), k, hd.out, hd.r)
 			v := s.Reshape(s.Linear(h, p[2], p[3]), k, hd.r, hd.in)
 			w = s.BAddBMM(p[4], u, v, 1, 1) // W0 + U V, [K, out, in]
+		}
+		if t.Offset != 0 {
+			w = s.AddScalar(w, t.Offset)
 		}
 		out[i] = s.Reshape(w, append([]int64{k}, t.Shape...)...)
 	}

@@ -12,7 +12,7 @@ func tinyNet(t *testing.T) *Net {
 	t.Helper()
 	g, _ := cuda.NewGenerator(5, cuda.CPU)
 	defer g.Close()
-	n, err := New(Config{Clients: 4, Embed: 3, Hidden: 5, Layers: 3}, []Target{{"a", []int64{2, 3}}, {"b", []int64{4}}}, cuda.CPU, cuda.Float64, g)
+	n, err := New(Config{Clients: 4, Embed: 3, Hidden: 5, Layers: 3}, []Target{{Name: "a", Shape: []int64{2, 3}}, {Name: "b", Shape: []int64{4}}}, cuda.CPU, cuda.Float64, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLowRankGradientIsTheWeightedJacobianProduct(t *testing.T) {
 	g, _ := cuda.NewGenerator(6, cuda.CPU)
 	defer g.Close()
 	n, err := New(Config{Clients: 4, Embed: 3, Hidden: 5, Layers: 2, Rank: 2},
-		[]Target{{"a", []int64{3, 4}}, {"c", []int64{3, 2, 1, 1}}, {"d", []int64{2, 3}}, {"b", []int64{4}}}, cuda.CPU, cuda.Float64, g)
+		[]Target{{Name: "a", Shape: []int64{3, 4}}, {Name: "c", Shape: []int64{3, 2, 1, 1}}, {Name: "d", Shape: []int64{2, 3}}, {Name: "b", Shape: []int64{4}}}, cuda.CPU, cuda.Float64, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestDefaultsAndBadConfig(t *testing.T) {
 	if want := int64(4*3 + (3*5 + 5) + 2*(5*5+5) + (5*6 + 6) + (5*4 + 4)); n.Count() != want || len(n.Names()) != 1+2*3+2*2 {
 		t.Fatalf("count %d in %d tensors, want %d in 11", n.Count(), len(n.Names()), want)
 	}
-	targets := []Target{{"qkv", []int64{1536, 128}}}
+	targets := []Target{{Name: "qkv", Shape: []int64{1536, 128}}}
 	for _, bad := range []Config{{}, {Clients: 3, Momentum: 1}, {Clients: 3, LR: -1}} {
 		if _, err := New(bad, targets, cuda.CPU, cuda.Float32, nil); err == nil {
 			t.Errorf("%+v accepted", bad)
@@ -215,7 +215,7 @@ func TestDefaultsAndBadConfig(t *testing.T) {
 // weight equal to the full head's weight, the base's to the full bias's, the fixed
 // factor's exactly what U V passes back.
 func TestLowRankReducesToFullHeads(t *testing.T) {
-	targets := []Target{{"tall", []int64{4, 3}}, {"wide", []int64{2, 5}}, {"conv", []int64{3, 2, 1, 1}}, {"bias", []int64{4}}}
+	targets := []Target{{Name: "tall", Shape: []int64{4, 3}}, {Name: "wide", Shape: []int64{2, 5}}, {Name: "conv", Shape: []int64{3, 2, 1, 1}}, {Name: "bias", Shape: []int64{4}}}
 	build := func(rank int64) *Net {
 		g, _ := cuda.NewGenerator(8, cuda.CPU)
 		defer g.Close()
@@ -326,7 +326,7 @@ func compare(t *testing.T, what string, a, b *cuda.Tensor, tol float64) {
 // TestParamCountAndAutoRank: ParamCount equals what New allocates, full and low-rank;
 // RankAuto keeps full heads up to AutoFullHeads parameters and takes AutoRank above.
 func TestParamCountAndAutoRank(t *testing.T) {
-	targets := []Target{{"w", []int64{7, 5}}, {"c", []int64{6, 4, 1, 1}}, {"b", []int64{7}}}
+	targets := []Target{{Name: "w", Shape: []int64{7, 5}}, {Name: "c", Shape: []int64{6, 4, 1, 1}}, {Name: "b", Shape: []int64{7}}}
 	g, _ := cuda.NewGenerator(1, cuda.CPU)
 	defer g.Close()
 	for _, rank := range []int64{0, 1, 3, 100, RankAuto} {
@@ -354,11 +354,11 @@ func TestParamCountAndAutoRank(t *testing.T) {
 	}
 	// 2^28 head parameters exactly: still full; one more output: rank AutoRank
 	cfg := Config{Clients: 1, Hidden: 1<<20 - 1, Rank: RankAuto} // full head: 2^20 per output
-	at := []Target{{"w", []int64{16, 16}}}
+	at := []Target{{Name: "w", Shape: []int64{16, 16}}}
 	if c := cfg.resolved(at); c.Rank != 0 {
 		t.Errorf("%g full-head parameters: rank %d, want full heads", c.headParams(at), c.Rank)
 	}
-	at = []Target{{"w", []int64{16, 16}}, {"b", []int64{1}}}
+	at = []Target{{Name: "w", Shape: []int64{16, 16}}, {Name: "b", Shape: []int64{1}}}
 	if c := cfg.resolved(at); c.Rank != AutoRank {
 		t.Errorf("more than 2^28 full-head parameters: rank %d, want %d", c.Rank, AutoRank)
 	}
@@ -409,7 +409,41 @@ func TestStepClipsTheGradientNorm(t *testing.T) {
 		}
 		s.Close()
 	}
-	if _, err := New(Config{Clients: 2, Clip: -1}, []Target{{"a", []int64{2}}}, cuda.CPU, cuda.Float64, nil); err == nil {
+	if _, err := New(Config{Clients: 2, Clip: -1}, []Target{{Name: "a", Shape: []int64{2}}}, cuda.CPU, cuda.Float64, nil); err == nil {
 		t.Error("a negative clip accepted")
 	}
+}
+
+// TestOffsetShiftsTheGeneratedValues: a target's Offset adds a constant to what a
+// hypernetwork with the same parameters generates, and changes neither the parameters
+// nor the server gradient (the constant has no derivative).
+func TestOffsetShiftsTheGeneratedValues(t *testing.T) {
+	build := func(off float64) *Net {
+		g, _ := cuda.NewGenerator(5, cuda.CPU)
+		defer g.Close()
+		n, err := New(Config{Clients: 4, Embed: 3, Hidden: 5, Layers: 2},
+			[]Target{{Name: "w", Shape: []int64{2, 3}}, {Name: "scale", Shape: []int64{4}, Offset: off}}, cuda.CPU, cuda.Float64, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	plain, shifted := build(0), build(1)
+	s := cuda.NewScope()
+	defer s.Close()
+	rows := cuda.FromSlice(s, cuda.CPU, []int64{2, 0})
+	a, b := plain.Generate(s, rows), shifted.Generate(s, rows)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{0, 1} {
+		x, y := vals(t, a[i]), vals(t, b[i])
+		for j := range x {
+			if y[j] != x[j]+want {
+				t.Fatalf("target %d element %d: %v with the offset, %v without (want + %v)", i, j, y[j], x[j], want)
+			}
+		}
+	}
+	checkGradientFD(t, shifted)
 }

@@ -38,6 +38,18 @@ type Param struct {
 	fanOut int64 // for InitXavier and InitKaiming
 }
 
+// ConstantInit reports the value every element of a fresh parameter takes when its
+// initialization is a constant (1 for normalization scales, 0 for zero-initialized ones).
+func (p *Param) ConstantInit() (float64, bool) {
+	switch p.init {
+	case InitOnes:
+		return 1, true
+	case InitZeros:
+		return 0, true
+	}
+	return 0, false
+}
+
 // Numel is the number of elements of one client's tensor.
 func (p *Param) Numel() int64 {
 	n := int64(1)
