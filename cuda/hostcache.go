@@ -9,8 +9,9 @@ import (
 // The native library keeps freed CPU tensors of 1 MiB and more in size classes and hands
 // them out again (cuda/csrc/host_cache.cpp): the steps of a training phase repeat the same
 // shapes, and without the cache glibc returns those blocks to the kernel at every free
-// and every step page-faults fresh zeroed memory. These environment variables, read when
-// the library is loaded, configure it.
+// and every step page-faults fresh zeroed memory. The cache exists in builds against
+// libtorch 1.x (the CPU build); others keep libtorch's allocator. These environment
+// variables, read when the library is loaded, configure it.
 const (
 	// HostCacheEnv set to 0 leaves libtorch's own CPU allocator in place.
 	HostCacheEnv = "PFL_CPU_CACHE"
@@ -41,8 +42,8 @@ type HostCacheStats struct {
 	Misses    int64 // requests served by the system
 }
 
-// HostCache reports the CPU caching allocator's state; false when it is off (PFL_CPU_CACHE=0)
-// or the library is not loaded.
+// HostCache reports the CPU caching allocator's state; false when it is off (PFL_CPU_CACHE=0,
+// a build against libtorch 2.x) or the library is not loaded.
 func HostCache() (HostCacheStats, bool) {
 	if Load() != nil {
 		return HostCacheStats{}, false

@@ -17,7 +17,12 @@
 // cache is full goes back to the system. pfl_host_cache_release frees every idle block (the
 // engine calls it after each phase, so one phase's idle blocks never sit beside the next
 // phase's). PFL_CPU_CACHE=0 leaves libtorch's allocator in place.
+//
+// Built against libtorch 1.x only (Debian's 1.13, the CPU build): c10::Allocator's virtual
+// interface changed in 2.x (allocate lost its const, copy_data became pure virtual), and
+// the CUDA builds keep few CPU tensors. Elsewhere the cache is off and reports so.
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -27,6 +32,8 @@
 #include "internal.h"
 
 namespace pfl {
+
+#if TORCH_VERSION_MAJOR == 1
 namespace {
 
 constexpr size_t kMinCached = size_t(1) << 20;  // 1 MiB: below, glibc's heap serves well
@@ -176,5 +183,9 @@ bool host_cache_stats(int64_t *out) {
   g_cache->stats(out);
   return true;
 }
+#else
+void host_cache_release() {}
+bool host_cache_stats(int64_t *) { return false; }
+#endif
 
 }  // namespace pfl

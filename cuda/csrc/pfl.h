@@ -370,7 +370,8 @@ typedef struct pfl_api {
   /* Added in ABI 1.6: the caching allocator of large CPU tensors (host_cache.cpp).
    * host_cache_release frees its idle blocks. host_cache_stats fills out[0..3] with the idle
    * bytes, the live bytes, and the requests served from idle blocks and from the system;
-   * it returns 0 (out untouched) when the cache is off (PFL_CPU_CACHE=0), 1 otherwise. */
+   * it returns 0 (out untouched) when the cache is off (PFL_CPU_CACHE=0, or a build against
+   * libtorch 2.x), 1 otherwise. */
   void (*host_cache_release)(void);
   int32_t (*host_cache_stats)(int64_t *out);
 } pfl_api;
