@@ -92,10 +92,10 @@ func memoryEstimate(floor float64, dev cuda.Device) string {
 	have, where := availableMemory(dev)
 	free := "unknown"
 	if have > 0 {
-		free = gib(float64(have))
+		free = human(float64(have))
 	}
 	return fmt.Sprintf("memory: at least %s for models, optimizer state and hypernetwork, before activations; %s free on %s",
-		gib(floor), free, where)
+		human(floor), free, where)
 }
 
 // memoryPeak is the line `pfl train` prints after the last round: the process's peak
@@ -107,13 +107,13 @@ func memoryPeak(dev cuda.Device) string {
 		if err != nil {
 			return fmt.Sprintf("peak memory on %s: unknown (%v)", dev, err)
 		}
-		return fmt.Sprintf("peak memory on %s: %s (tensors)", dev, gib(float64(peak)))
+		return fmt.Sprintf("peak memory on %s: %s (tensors)", dev, human(float64(peak)))
 	}
 	hwm := procStatusKB("VmHWM:")
 	if hwm == 0 {
 		return "peak memory: unknown (no /proc/self/status)"
 	}
-	return fmt.Sprintf("peak memory: %s (resident, VmHWM)", gib(float64(hwm<<10)))
+	return fmt.Sprintf("peak memory: %s (resident, VmHWM)", human(float64(hwm<<10)))
 }
 
 // procStatusKB reads a "Key: N kB" line of /proc/self/status; 0 when absent.
@@ -122,6 +122,14 @@ func procStatusKB(key string) int64 {
 }
 
 func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+
+// human is b in GiB, or in MiB below 1 GiB (a demo's models are a few MiB).
+func human(b float64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.0f MiB", b/(1<<20))
+	}
+	return gib(b)
+}
 
 // availableMemory is the device's free memory in bytes (0 when unknown) and its name.
 func availableMemory(dev cuda.Device) (int64, string) {

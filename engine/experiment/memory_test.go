@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,15 +23,27 @@ func TestTrainReportsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := out.String()
-	est := regexp.MustCompile(`memory: at least ([0-9.]+) GiB for models`).FindStringSubmatchIndex(log)
-	peak := regexp.MustCompile(`peak memory: ([0-9.]+) GiB \(resident, VmHWM\)`).FindStringSubmatchIndex(log)
+	est := regexp.MustCompile(`memory: at least ([0-9.]+ [MG]iB) for models`).FindStringSubmatchIndex(log)
+	peak := regexp.MustCompile(`peak memory: ([0-9.]+ [MG]iB) \(resident, VmHWM\)`).FindStringSubmatchIndex(log)
 	round := strings.Index(log, "round 1/1")
 	if est == nil || peak == nil || round < 0 || !(est[0] < round && round < peak[0]) {
 		t.Fatalf("want the estimate, the round, then the peak; the log:\n%s", log)
 	}
-	floor, _ := strconv.ParseFloat(log[est[2]:est[3]], 64)
-	hwm, _ := strconv.ParseFloat(log[peak[2]:peak[3]], 64)
+	floor, hwm := mib(log[est[2]:est[3]]), mib(log[peak[2]:peak[3]])
 	if !(hwm > 0) || hwm < floor {
-		t.Fatalf("peak %g GiB, floor %g GiB: want a positive peak at least the floor", hwm, floor)
+		t.Fatalf("peak %g MiB, floor %g MiB: want a positive peak at least the floor", hwm, floor)
 	}
+}
+
+// mib reads "12 MiB" or "1.5 GiB" in MiB; NaN when malformed.
+func mib(v string) float64 {
+	num, unit, _ := strings.Cut(v, " ")
+	x, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	if unit == "GiB" {
+		x *= 1024
+	}
+	return x
 }
