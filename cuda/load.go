@@ -41,6 +41,9 @@ func LibraryPath() string {
 }
 
 func load() (string, error) {
+	if err := checkHostCacheEnv(); err != nil {
+		return "", errorf("load", CodeNoLibrary, "%v", err)
+	}
 	if p := os.Getenv(LibraryEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", errorf("load", CodeNoLibrary, "%s=%s: %v; build it with %s", LibraryEnv, p, err, BuildCommand)

@@ -32,6 +32,8 @@ static int32_t t_set_matmul_precision(const pfl_api *a, const char *p, pfl_statu
 static int32_t t_caps(const pfl_api *a, pfl_caps *c, pfl_status *st) { return a->caps(c, st); }
 static int64_t t_live_tensors(const pfl_api *a) { return a->live_tensors(); }
 static int64_t t_live_generators(const pfl_api *a) { return a->live_generators(); }
+static void t_host_cache_release(const pfl_api *a) { a->host_cache_release(); }
+static int32_t t_host_cache_stats(const pfl_api *a, int64_t *out) { return a->host_cache_stats(out); }
 static int32_t t_set_num_threads(const pfl_api *a, int32_t n, pfl_status *st) { return a->set_num_threads(n, st); }
 static int32_t t_from_data(const pfl_api *a, const void *d, int32_t dt, const int64_t *dims, int32_t nd,
 	int32_t devt, int32_t devi, pfl_tensor *out, pfl_meta *m, pfl_status *st) {
@@ -173,6 +175,16 @@ func capsToInfo(c C.pfl_caps) Info {
 
 func nativeLiveTensors() int64    { return int64(C.t_live_tensors(api)) }
 func nativeLiveGenerators() int64 { return int64(C.t_live_generators(api)) }
+
+func nativeHostCacheRelease() { C.t_host_cache_release(api) }
+
+func nativeHostCacheStats() (HostCacheStats, bool) {
+	var out [4]C.int64_t
+	if C.t_host_cache_stats(api, &out[0]) == 0 {
+		return HostCacheStats{}, false
+	}
+	return HostCacheStats{IdleBytes: int64(out[0]), LiveBytes: int64(out[1]), Hits: int64(out[2]), Misses: int64(out[3])}, true
+}
 
 func nativeSetNumThreads(n int) error {
 	var st C.pfl_status

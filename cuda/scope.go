@@ -25,6 +25,19 @@ func NewScope() *Scope {
 	return &Scope{c: newCall(), grad: true, autocast: noAutocast}
 }
 
+// Child returns a new scope with s's modes (grad, autocast, stream) and its error, for a
+// stretch of ops whose intermediate results nobody needs afterwards: the caller moves the
+// results it keeps into s (s.Adopt), hands an error on (s.Fail(child.Err())) and closes the
+// child, which frees the rest then and not when s is reset. Autograd keeps what a backward
+// pass needs (the native tensors its graph saved) whichever handles are freed, so a
+// model's forward pass can run each block in a child and hold, at its end, only what
+// autograd saved instead of every intermediate.
+func (s *Scope) Child() *Scope {
+	c := NewScope()
+	c.grad, c.autocast, c.stream, c.err = s.grad, s.autocast, s.stream, s.err
+	return c
+}
+
 // Err is the first error met by an op of s since it was made or last Reset.
 func (s *Scope) Err() error { return s.err }
 

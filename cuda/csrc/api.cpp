@@ -276,6 +276,9 @@ static int32_t api_set_matmul_precision(const char *p, pfl_status *st) {
   PFL_CATCH(st, "set_matmul_precision")
 }
 
+static void api_host_cache_release() { host_cache_release(); }
+static int32_t api_host_cache_stats(int64_t *out) { return out && host_cache_stats(out) ? 1 : 0; }
+
 static int64_t api_live_tensors() { return g_live_tensors.load(); }
 static int64_t api_live_generators() { return g_live_generators.load(); }
 
@@ -532,6 +535,8 @@ static const pfl_api k_api = {
     pfl_cuda_graph_register_generator,
     pfl_cuda_set_current_stream,
     pfl_cuda_graph_capture_begin_shared,
+    api_host_cache_release,
+    api_host_cache_stats,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

@@ -89,6 +89,11 @@ std::vector<at::Tensor> kernel_image_batch(const std::vector<at::Tensor> &in, co
                                            int32_t n_ints);
 void kernel_weighted_sum(const std::vector<at::Tensor> &in);
 
+// The caching allocator of large CPU tensors (host_cache.cpp): release frees its idle
+// blocks; stats fills out[0..3] (idle bytes, live bytes, hits, misses), false when it is off.
+void host_cache_release();
+bool host_cache_stats(int64_t *out);
+
 // CUDA pieces (cuda.cpp); stubs throw NoCudaError in CPU builds.
 void *stream_guard_new(pfl_stream s);
 void stream_guard_free(void *g);

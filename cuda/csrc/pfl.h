@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 5
+#define PFL_ABI_MINOR 6
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -366,6 +366,14 @@ typedef struct pfl_api {
    * one after another on one stream and never at once, then hold one activation footprint
    * instead of one each. */
   int32_t (*cuda_graph_capture_begin_shared)(pfl_graph g, pfl_stream s, pfl_graph pool_of, pfl_status *st);
+
+  /* Added in ABI 1.6: the caching allocator of large CPU tensors (host_cache.cpp).
+   * host_cache_release frees its idle blocks. host_cache_stats fills out[0..3] with the idle
+   * bytes, the live bytes, and the requests served from idle blocks and from the system;
+   * it returns 0 (out untouched) when the cache is off (PFL_CPU_CACHE=0, or a build against
+   * libtorch 2.x), 1 otherwise. */
+  void (*host_cache_release)(void);
+  int32_t (*host_cache_stats)(int64_t *out);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

@@ -70,21 +70,66 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 }
 
 // checkMemory refuses a run whose memory floor exceeds what the device has free, before
-// anything is allocated, with the estimate in the message.
-func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) error {
+// anything is allocated, with the estimate in the message; it returns the floor.
+func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) (float64, error) {
 	need, err := memoryFloor(cfg, build)
 	if err != nil {
-		return fmt.Errorf("model.preset %s cannot be built for this data (data.image_size, data.channels and the model.* size keys shape it): %w", cfg.Model.Preset, err)
+		return 0, fmt.Errorf("model.preset %s cannot be built for this data (data.image_size, data.channels and the model.* size keys shape it): %w", cfg.Model.Preset, err)
 	}
 	have, where := availableMemory(dev)
 	if have > 0 && need > float64(have) {
-		return fmt.Errorf("model: the models and optimizer state alone need at least %s, more than the %s free on %s; make the model (model.*), the clients per round (train.participation) or the hypernetwork (algorithm.hyper.hidden, algorithm.hyper.rank) smaller",
+		return 0, fmt.Errorf("model: the models and optimizer state alone need at least %s, more than the %s free on %s; make the model (model.*), the clients per round (train.participation) or the hypernetwork (algorithm.hyper.hidden, algorithm.hyper.rank) smaller",
 			gib(need), gib(float64(have)), where)
 	}
-	return nil
+	return need, nil
+}
+
+// memoryEstimate is the line `pfl train` prints before the first round: the floor (models,
+// optimizer state, hypernetwork) and what the device has free. Activations come on top:
+// they grow with train.batch × the clients per round (train.participation) and the
+// model's width and tokens, and the peak after the run tells what they took.
+func memoryEstimate(floor float64, dev cuda.Device) string {
+	have, where := availableMemory(dev)
+	free := "unknown"
+	if have > 0 {
+		free = human(float64(have))
+	}
+	return fmt.Sprintf("memory: at least %s for models, optimizer state and hypernetwork, before activations; %s free on %s",
+		human(floor), free, where)
+}
+
+// memoryPeak is the line `pfl train` prints after the last round: the process's peak
+// resident memory on the CPU (VmHWM: host copies of the data, the Go heap and libtorch's
+// tensors together), the caching allocator's peak on CUDA.
+func memoryPeak(dev cuda.Device) string {
+	if dev.IsCUDA() {
+		_, peak, err := cuda.CUDAMemoryStats(dev.Index, false)
+		if err != nil {
+			return fmt.Sprintf("peak memory on %s: unknown (%v)", dev, err)
+		}
+		return fmt.Sprintf("peak memory on %s: %s (tensors)", dev, human(float64(peak)))
+	}
+	hwm := procStatusKB("VmHWM:")
+	if hwm == 0 {
+		return "peak memory: unknown (no /proc/self/status)"
+	}
+	return fmt.Sprintf("peak memory: %s (resident, VmHWM)", human(float64(hwm<<10)))
+}
+
+// procStatusKB reads a "Key: N kB" line of /proc/self/status; 0 when absent.
+func procStatusKB(key string) int64 {
+	return readKB("/proc/self/status", key)
 }
 
 func gib(b float64) string { return fmt.Sprintf("%.1f GiB", b/(1<<30)) }
+
+// human is b in GiB, or in MiB below 1 GiB (a demo's models are a few MiB).
+func human(b float64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.0f MiB", b/(1<<20))
+	}
+	return gib(b)
+}
 
 // availableMemory is the device's free memory in bytes (0 when unknown) and its name.
 func availableMemory(dev cuda.Device) (int64, string) {
@@ -100,19 +145,24 @@ func availableMemory(dev cuda.Device) (int64, string) {
 
 // memAvailable reads Linux's estimate of memory available without swapping; 0 elsewhere.
 func memAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
+	return readKB("/proc/meminfo", "MemAvailable:") << 10
+}
+
+// readKB reads the value of a "Key: N kB" line of a /proc file, in kB; 0 when absent.
+func readKB(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				return 0
 			}
-			return kb << 10
+			return kb
 		}
 	}
 	return 0

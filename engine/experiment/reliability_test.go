@@ -339,7 +339,7 @@ func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
 	if err != nil || need < 1e12 {
 		t.Fatalf("floor %g bytes (%v), want over a terabyte for 100,000 blocks", need, err)
 	}
-	err = checkMemory(cfg, build, cudaCPU)
+	_, err = checkMemory(cfg, build, cudaCPU)
 	if have := memAvailable(); have > 0 && (err == nil || !strings.Contains(err.Error(), "GiB")) {
 		t.Fatalf("%v; want a refusal with the estimate", err)
 	}

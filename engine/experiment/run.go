@@ -151,6 +151,7 @@ type session struct {
 	run         *fl.Run
 	train, test data.Samples
 	manifest    func(dir string) error // writes the partition's description
+	floor       float64                // memoryFloor's bytes
 }
 
 func (se *session) close() {
@@ -219,7 +220,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMemory(cfg, build, dev); err != nil {
+	if se.floor, err = checkMemory(cfg, build, dev); err != nil {
 		return nil, err
 	}
 	if err := interrupted(ctx, "partitioning the data"); err != nil {
@@ -382,6 +383,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
 	defer tb.Close()
+	obs.Log(memoryEstimate(se.floor, dev))
 	start := time.Now()
 	samples := 0
 	first := len(run.History)
@@ -414,6 +416,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, fmt.Errorf("interrupted after round %d; continue with: pfl train --resume %s", round+1, dir)
 		}
 	}
+	obs.Log(memoryPeak(dev))
 	res := &Result{Dir: dir, History: run.History, Novel: run.Novel()}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
 	res.Summary.EvalProtocol, res.Summary.Resources = cfg.Train.EvalProtocol, run.Resources()

@@ -26,13 +26,14 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMemory(cfg, build, dev); err != nil {
+	floor, err := checkMemory(cfg, build, dev)
+	if err != nil {
 		return nil, err
 	}
 	if err := interrupted(ctx, "loading the data"); err != nil {
 		return nil, err
 	}
-	se := &session{manifest: func(dir string) error {
+	se := &session{floor: floor, manifest: func(dir string) error {
 		return writeJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
 	}}
 	train, err := data.UploadText(tf.Train, dev)

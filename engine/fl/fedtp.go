@@ -177,6 +177,9 @@ func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights 
 	if s.Err() == nil {
 		f.net.Step(s, g)
 	}
+	for _, t := range g {
+		t.Close() // hidden × the generated parameters each: free them now, not at the round's end
+	}
 }
 
 // TuneParams are the hypernetwork parameters a novel client fine-tunes (paper Fig. 8):

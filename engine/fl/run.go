@@ -290,6 +290,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 		return met, err
 	}
 	met.Time.Train = time.Since(t0) - met.Time.Data
+	r.phaseDone()
 
 	last := round == r.cfg.Rounds-1
 	due := last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0)
@@ -309,6 +310,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 		return met, err
 	}
 	met.Time.Aggregate = time.Since(t1)
+	r.phaseDone()
 
 	if due {
 		t2 := time.Now()
@@ -318,9 +320,19 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 		}
 		met.Eval = &ev
 		met.Time.Eval += time.Since(t2)
+		r.phaseDone()
 	}
 	r.History = append(r.History, met)
 	return met, nil
+}
+
+// phaseDone ends a phase of a round (training, aggregation, evaluation) on the CPU: the
+// caching allocator's idle blocks, sized for this phase's shapes, go back to the system, so
+// they never sit beside the next phase's and the process's peak is its largest phase's.
+func (r *Run) phaseDone() {
+	if !r.cfg.Device.IsCUDA() {
+		cuda.ReleaseHostCache()
+	}
 }
 
 // lockThread locks the calling goroutine to its OS thread until the returned function

@@ -71,8 +71,15 @@ func TestHypernetworkMatchesPyTorch(t *testing.T) {
 	for i, name := range net.Names() {
 		g.Close("gradient "+name, grads[i], "grad/"+name, goldenTol)
 	}
-	net.Step(s, grads)
-	net.Step(s, grads) // the same gradient again: the second step reads the momentum
+	clones := func() []*cuda.Tensor { // Step overwrites its gradients
+		var c []*cuda.Tensor
+		for _, x := range grads {
+			c = append(c, s.Clone(x))
+		}
+		return c
+	}
+	net.Step(s, clones())
+	net.Step(s, clones()) // the same gradient again: the second step reads the momentum
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}

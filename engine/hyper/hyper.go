@@ -329,7 +329,7 @@ func (n *Net) Gradient(s *cuda.Scope, generated, delta []*cuda.Tensor, weights *
 	return g
 }
 
-// Step is torch.optim.SGD on every parameter with the given gradients: d = g + λφ;
+// Step is torch.optim.SGD on every parameter with the given gradients (overwritten): d = g + λφ;
 // buf ← μ·buf + d; φ ← φ − β·buf. As in FedTP's code, weight decay and momentum act on
 // every embedding row, also those of clients not in the round. With Cfg.Clip > 0 the
 // gradients are first scaled by min(1, Clip/(‖g‖ + 1e-6)), ‖g‖ their total L2 norm, as
@@ -356,18 +356,26 @@ func (n *Net) Step(s *cuda.Scope, grads []*cuda.Tensor) {
 		}
 		coef = s.Clamp(s.Div(s.Full(c.Clip, sq.DType(), sq.Device(), 1), s.AddScalar(s.Sqrt(sq), 1e-6)), math.Inf(-1), 1)
 	}
-	for i, p := range n.params {
-		d := grads[i]
-		if coef != nil {
-			d = s.Mul(d, coef)
+	// In place, on the gradients (the caller's, consumed here): the head gradients are
+	// hidden × every generated parameter each, and out-of-place temporaries held by the
+	// caller's scope until the round ends were three more copies of the hypernetwork. Each
+	// foreach update is the same elementwise a + α·b as the out-of-place add, so the result
+	// is unchanged to the bit.
+	if coef != nil {
+		for _, g := range grads {
+			s.ForeachMul([]*cuda.Tensor{g}, []*cuda.Tensor{coef})
 		}
-		if c.WeightDecay != 0 {
-			d = s.AddScaled(d, p, c.WeightDecay)
-		}
-		if c.Momentum != 0 {
-			s.CopyFrom(n.bufs[i], s.AddScaled(d, n.bufs[i], c.Momentum))
-			d = n.bufs[i]
-		}
-		s.CopyFrom(p, s.AddScaled(p, d, -c.LR))
 	}
+	if c.WeightDecay != 0 {
+		s.ForeachAdd(grads, n.params, c.WeightDecay)
+	}
+	d := grads
+	if c.Momentum != 0 {
+		s.ForeachAdd(grads, n.bufs, c.Momentum)
+		for i, b := range n.bufs {
+			s.CopyFrom(b, grads[i])
+		}
+		d = n.bufs
+	}
+	s.ForeachAdd(n.params, d, -c.LR)
 }

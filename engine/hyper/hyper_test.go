@@ -163,12 +163,16 @@ func TestStepIsTorchSGD(t *testing.T) {
 		for _, p := range n.Params() {
 			grads = append(grads, s.Randn(g, cuda.Float64, cuda.CPU, p.Shape()...))
 		}
+		gvs := make([][]float64, len(grads))
+		for i, g := range grads {
+			gvs[i] = vals(t, g) // Step overwrites its gradients
+		}
 		n.Step(s, grads)
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
 		for i, p := range n.Params() {
-			gv := vals(t, grads[i])
+			gv := gvs[i]
 			for e := range p0[i] {
 				d := gv[e] + c.WeightDecay*p0[i][e]
 				buf[i][e] = c.Momentum*buf[i][e] + d

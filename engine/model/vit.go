@@ -455,9 +455,29 @@ func (m *ViT) Features(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
 	h = s.Add(h, pass.w(m.pos)) // [K, 1, T, D] broadcasts over B
 	h = dropout(s, h, c.Dropout, pass)
 	for i := range m.blocks {
-		h = m.block(s, &m.blocks[i], h, pass)
+		h = m.childBlock(s, &m.blocks[i], h, pass)
 	}
 	return s.Select(h, 2, 0)
+}
+
+// childBlock runs a block in a child scope on the CPU and keeps only its output: the
+// block's intermediates (the QKV projection, the heads' copies, the attention scores, the
+// MLP's hidden layer: 12× the token width at FedTP's default model) are freed at its end,
+// and a training pass holds what autograd saved, an evaluation pass one block's worth.
+// On CUDA (graph capture allocates from a pool of its own) and with a Capture (its maps
+// live in s) the block runs in s.
+func (m *ViT) childBlock(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
+	if x == nil || x.Device().IsCUDA() || pass.capture() != nil {
+		return m.block(s, bl, x, pass)
+	}
+	c := s.Child()
+	defer c.Close()
+	out := m.block(c, bl, x, pass)
+	if err := c.Err(); err != nil {
+		s.Fail(err)
+		return nil
+	}
+	return s.Adopt(out)
 }
 
 func (m *ViT) block(s *cuda.Scope, bl *vitBlock, x *cuda.Tensor, pass *Pass) *cuda.Tensor {
