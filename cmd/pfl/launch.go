@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -33,23 +35,26 @@ func launchCmd(args []string, out io.Writer) error {
 		fmt.Fprintln(fs.Output(), "Every process gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; on CUDA rank r uses GPU LOCAL_RANK.")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
-		return err
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
 	}
-	rest := fs.Args()
+	rest := fs.Args() // after "--": the command every rank runs
 	if len(rest) == 0 {
-		return fmt.Errorf("launch: no command to run; e.g. pfl launch -n %d -- train -c cfg.yaml", *n)
+		return fmt.Errorf("no command to run; e.g. pfl launch -n %d -- train -c cfg.yaml", *n)
 	}
 	if *n < 1 {
-		return fmt.Errorf("launch: -n %d, want >= 1", *n)
+		return fmt.Errorf("-n %d, want >= 1", *n)
 	}
 	if *port < 0 || *port > 65535 {
-		return fmt.Errorf("launch: --port %d out of range", *port)
+		return fmt.Errorf("--port %d out of range", *port)
 	}
 	if *port == 0 {
 		p, err := freePort()
 		if err != nil {
-			return fmt.Errorf("launch: finding a free port: %w", err)
+			return fmt.Errorf("finding a free port: %w", err)
 		}
 		*port = p
 	}
@@ -80,7 +85,7 @@ func launchCmd(args []string, out io.Writer) error {
 			for _, p := range procs[:r] {
 				p.Process.Kill()
 			}
-			return fmt.Errorf("launch: starting rank %d: %w", r, err)
+			return fmt.Errorf("starting rank %d: %w", r, err)
 		}
 		procs[r] = c
 		mu.Lock()
@@ -123,7 +128,7 @@ func launchCmd(args []string, out io.Writer) error {
 	}
 	pipes.Wait()
 	if failed != nil {
-		return fmt.Errorf("launch: rank %d of %d failed (%v); the other ranks were stopped", failed.rank, *n, failed.err)
+		return fmt.Errorf("rank %d of %d failed (%v); the other ranks were stopped", failed.rank, *n, failed.err)
 	}
 	return nil
 }
