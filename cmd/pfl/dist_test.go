@@ -168,16 +168,21 @@ func writeDistConfig(t *testing.T, dir string) string {
 // TestAcrossProcessesMatchesOneProcess trains the toy run of each algorithm in one
 // process and across 2 and 3 Gloo ranks on loopback (pfl launch), and compares every
 // round's metrics: FedAvg (shared parameters averaged), FedTP (the hypernetwork's update
-// all-reduced), FedPer (a personal head kept in the replicated store) and Ditto (a whole
-// personal model beside the shared one).
+// all-reduced), FedPer (a personal head kept in the replicated store), Ditto (a whole
+// personal model beside the shared one) and pFedMe (personal models, and a server step of
+// β towards the all-reduced mean).
 func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
-	for _, alg := range []string{"fedavg", "fedtp", "fedper", "ditto"} {
+	for _, alg := range []string{"fedavg", "fedtp", "fedper", "ditto", "pfedme"} {
 		t.Run(alg, func(t *testing.T) {
 			out := t.TempDir()
 			cfg := writeDistConfig(t, out)
-			want := distRun(t, out, cfg, 1, "algorithm.name="+alg, "name=one")
+			sets := []string{"algorithm.name=" + alg}
+			if alg == "pfedme" {
+				sets = append(sets, "algorithm.pfedme.beta=0.9") // the server step, not the plain mean
+			}
+			want := distRun(t, out, cfg, 1, append(sets, "name=one")...)
 			for _, n := range []int{2, 3} {
-				got := distRun(t, out, cfg, n, "algorithm.name="+alg, fmt.Sprintf("name=n%d", n))
+				got := distRun(t, out, cfg, n, append(sets, fmt.Sprintf("name=n%d", n))...)
 				sameMetrics(t, fmt.Sprintf("%s on %d ranks", alg, n), got, want)
 				if _, err := os.Stat(filepath.Join(out, fmt.Sprintf("n%d", n), "summary.json")); err != nil {
 					t.Errorf("rank 0 wrote no summary: %v", err)
@@ -188,14 +193,15 @@ func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
 }
 
 // TestAcrossProcessesRefusesWhatItCannotSplit wants a clear error, before any training,
-// for an algorithm whose server update is not split across processes yet.
+// for what is not split across processes yet (FedPerfix's evaluation protocol) and for a
+// malformed environment variable.
 func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 	out := t.TempDir()
 	cfg := writeDistConfig(t, out)
 	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
-		"--set", "algorithm.name=pfedme")
-	if r.code == 0 || !strings.Contains(r.output, "pfedme") || !strings.Contains(r.output, "WORLD_SIZE=1") {
-		t.Fatalf("pfedme across 2 processes: exit %d\n%s", r.code, r.output)
+		"--set", "train.eval_protocol=fedperfix")
+	if r.code == 0 || !strings.Contains(r.output, "fedperfix") || !strings.Contains(r.output, "WORLD_SIZE=1") {
+		t.Fatalf("the fedperfix protocol across 2 processes: exit %d\n%s", r.code, r.output)
 	}
 	r = runPFL(t, out, []string{"WORLD_SIZE=2", "RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=http"}, "train", "-c", cfg)
 	if r.code == 0 || !strings.Contains(r.output, "MASTER_PORT") {

@@ -12,7 +12,8 @@ import (
 // clients from the run's streams, trains its contiguous share of them as one stacked
 // model, and the server update, a sum over the round's clients, becomes partial sums
 // all-reduced across the ranks:
-//   - the shared parameters: Σ_k (m_k/M) θ_k over the rank's clients, then all-reduced;
+//   - the shared parameters: Σ_k (m_k/M) θ_k over the rank's clients, then all-reduced
+//     (a MeanAggregator, pFedMe, then moves the global model towards that mean);
 //   - a generator's update (FedTP, TransFed, pFedHN): the rank's clients' part of the
 //     vector-Jacobian product Σ_k (m_k/M) (∂W_k/∂φ)ᵀ ΔW_k, all-reduced before the one
 //     optimizer step every rank takes with the same bits;
@@ -40,6 +41,17 @@ type ShardedLearner interface {
 	LearnApply(s *cuda.Scope, sum []*cuda.Tensor)
 }
 
+// MeanAggregator is an Aggregator whose server update reads the trained values only
+// through their weighted mean Σ_k w_k θ_k (pFedMe: a step of β towards it), so that across
+// processes the mean is a sum of per-rank partial means, all-reduced, which every rank
+// then applies. Aggregate must equal AggregateMean with the mean.
+type MeanAggregator interface {
+	Aggregator
+	// AggregateMean updates global (one row per shared parameter) from means, the
+	// round's weighted means of the trained values in the same order.
+	AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error
+}
+
 // share is rank's contiguous part [lo, hi) of n items split over world ranks; the parts'
 // sizes differ by at most one.
 func share(n, rank, world int) (lo, hi int) {
@@ -63,7 +75,7 @@ func (r *Run) checkShardable() error {
 		return fmt.Errorf("fl: train.sequential trains in one process; unset it or set WORLD_SIZE=1")
 	case r.cfg.Protocol == EvalFedPerfix:
 		return fmt.Errorf("fl: evaluation protocol %s is not split across processes yet; use %s or WORLD_SIZE=1", EvalFedPerfix, EvalFedTP)
-	case r.hooks.aggregate != nil:
+	case r.hooks.aggregate != nil && !isMean(r.hooks.aggregate):
 		return fmt.Errorf("fl: %s has its own server update, which is not split across processes yet; run it with WORLD_SIZE=1", name)
 	case r.hooks.gen != nil:
 		if _, ok := r.hooks.gen.(ShardedLearner); !ok {
@@ -139,4 +151,9 @@ func (r *Run) gatherRows(s *cuda.Scope, local []*cuda.Tensor, k, lo int) ([]*cud
 		return nil, err
 	}
 	return out, r.allReduce(out...)
+}
+
+func isMean(a Aggregator) bool {
+	_, ok := a.(MeanAggregator)
+	return ok
 }

@@ -427,6 +427,23 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 	for j, i := range persIdx {
 		s.IndexCopy(r.store[i], 0, idx, pers[j])
 	}
+	if ma, ok := r.hooks.aggregate.(MeanAggregator); ok && r.distributed() && len(dst) > 0 {
+		means := make([]*cuda.Tensor, len(dst))
+		for i, g := range dst {
+			means[i] = s.Zeros(g.DType(), g.Device(), g.Shape()...)
+		}
+		s.ForeachWeightedSum(means, src, w)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		if err := r.allReduce(means...); err != nil {
+			return err
+		}
+		if err := ma.AggregateMean(s, dst, means); err != nil {
+			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
+		}
+		return s.Err()
+	}
 	if a := r.hooks.aggregate; a != nil {
 		if err := a.Aggregate(s, dst, src, w); err != nil {
 			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
