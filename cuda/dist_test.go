@@ -158,3 +158,15 @@ func TestProcessGroupBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestABIHasProcessGroups checks that the loaded library is of ABI 1.6 or later, the first
+// with the process-group entry points (the loader refuses a shorter vtable).
+func TestABIHasProcessGroups(t *testing.T) {
+	info, err := cuda.Capabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ABIMajor != 1 || info.ABIMinor < 6 {
+		t.Fatalf("library ABI %d.%d, want 1.6 or later", info.ABIMajor, info.ABIMinor)
+	}
+}
