@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
@@ -81,6 +82,9 @@ func launchCmd(args []string, out io.Writer) error {
 		}
 		pr, pw := io.Pipe()
 		c.Stdout, c.Stderr = pw, pw
+		// Its own process group: a Ctrl-C in the terminal reaches launch alone, which
+		// forwards it once to every rank (a rank takes a second signal as "stop now").
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
 			for _, p := range procs[:r] {
 				p.Process.Kill()
@@ -109,11 +113,27 @@ func launchCmd(args []string, out io.Writer) error {
 			exits <- exit{r, err}
 		}()
 	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	// The ranks end in any order; the first failure stops the others.
 	done := make([]bool, *n)
 	var failed *exit
-	for range procs {
-		e := <-exits
+	interrupted := false
+	for left := len(procs); left > 0; {
+		var e exit
+		select {
+		case sig := <-sigs:
+			interrupted = true
+			for r, c := range procs {
+				if !done[r] {
+					c.Process.Signal(sig)
+				}
+			}
+			continue
+		case e = <-exits:
+			left--
+		}
 		done[e.rank] = true
 		if e.err == nil || failed != nil {
 			continue
@@ -127,6 +147,9 @@ func launchCmd(args []string, out io.Writer) error {
 		}
 	}
 	pipes.Wait()
+	if failed != nil && interrupted {
+		return fmt.Errorf("interrupted: the ranks stopped (their output says after which round)")
+	}
 	if failed != nil {
 		return fmt.Errorf("rank %d of %d failed (%v); the other ranks were stopped", failed.rank, *n, failed.err)
 	}

@@ -125,3 +125,30 @@ func FromContext(ctx context.Context) *cuda.ProcessGroup {
 
 // Writes reports whether this process writes the run's files: rank 0, or the only process.
 func Writes(g *cuda.ProcessGroup) bool { return g == nil || g.Rank() == 0 }
+
+// Any reports whether local is true on any rank of g (true where g is nil and local is):
+// the ranks agree on it, as on stopping after a round when a signal reached only some of
+// them or reached them at different moments. Every rank must call it at the same point.
+func Any(g *cuda.ProcessGroup, local bool) (bool, error) {
+	if g == nil {
+		return local, nil
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	v := 0.0
+	if local {
+		v = 1
+	}
+	t := cuda.FromSlice(s, g.Device(), []float64{v})
+	if err := s.Err(); err != nil {
+		return false, err
+	}
+	if err := g.AllReduceSum(t); err != nil {
+		return false, fmt.Errorf("dist: rank %d of %d: %w", g.Rank(), g.World(), err)
+	}
+	sum, err := t.Float64s()
+	if err != nil {
+		return false, err
+	}
+	return sum[0] > 0, nil
+}

@@ -422,7 +422,12 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
 		last := round+1 == t.Rounds
-		stop := ctx.Err() != nil && !last // a signal during the last round still gets the summary
+		// a signal during the last round still gets the summary; across processes the
+		// ranks stop after the same round
+		stop, err := dist.Any(dist.FromContext(ctx), ctx.Err() != nil && !last)
+		if err != nil {
+			return nil, err
+		}
 		if (round+1)%t.CheckpointEvery == 0 || last || stop {
 			if err := checkpoint(dir, cfg, run); err != nil {
 				return nil, err
@@ -645,8 +650,12 @@ func follow(ctx context.Context, dir string, run *fl.Run, rounds int, obs Observ
 		}
 		samples += m.Samples
 		obs.Round(m, round+1, rounds, float64(samples)/time.Since(start).Seconds())
-		if ctx.Err() != nil && round+1 < rounds {
-			return nil, fmt.Errorf("interrupted after round %d", round+1)
+		stop, err := dist.Any(dist.FromContext(ctx), ctx.Err() != nil && round+1 < rounds)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
+			return nil, fmt.Errorf("interrupted after round %d; rank 0 saved a checkpoint", round+1)
 		}
 	}
 	return &Result{Dir: dir, History: run.History}, nil
