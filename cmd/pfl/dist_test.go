@@ -195,8 +195,8 @@ func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
 }
 
 // TestAcrossProcessesRefusesWhatItCannotSplit wants a clear error, before any training,
-// for what is not split across processes yet (FedPerfix's evaluation protocol) and for a
-// malformed environment variable.
+// for what is not split across processes yet (FedPerfix's evaluation protocol, FedTP's
+// novel-client study) and for a malformed environment variable.
 func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 	out := t.TempDir()
 	cfg := writeDistConfig(t, out)
@@ -204,6 +204,11 @@ func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 		"--set", "train.eval_protocol=fedperfix")
 	if r.code == 0 || !strings.Contains(r.output, "fedperfix") || !strings.Contains(r.output, "WORLD_SIZE=1") {
 		t.Fatalf("the fedperfix protocol across 2 processes: exit %d\n%s", r.code, r.output)
+	}
+	r = runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
+		"--set", "algorithm.name=fedtp", "--set", "data.holdout=0.34")
+	if r.code == 0 || !strings.Contains(r.output, "novel clients") {
+		t.Fatalf("the novel-client study across 2 processes: exit %d\n%s", r.code, r.output)
 	}
 	r = runPFL(t, out, []string{"WORLD_SIZE=2", "RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=http"}, "train", "-c", cfg)
 	if r.code == 0 || !strings.Contains(r.output, "MASTER_PORT") {

@@ -77,10 +77,8 @@ func (r *Run) checkShardable() error {
 		return fmt.Errorf("fl: evaluation protocol %s is not split across processes yet; use %s or WORLD_SIZE=1", EvalFedPerfix, EvalFedTP)
 	case r.hooks.aggregate != nil && !isMean(r.hooks.aggregate):
 		return fmt.Errorf("fl: %s has its own server update, which is not split across processes yet; run it with WORLD_SIZE=1", name)
-	case r.hooks.gen != nil:
-		if _, ok := r.hooks.gen.(ShardedLearner); !ok {
-			return fmt.Errorf("fl: %s's server update is not split across processes yet; run it with WORLD_SIZE=1", name)
-		}
+	case r.hooks.gen != nil && !isSharded(r.hooks.gen):
+		return fmt.Errorf("fl: %s's server update is not split across processes yet; run it with WORLD_SIZE=1", name)
 	case len(r.fed.Part.Novel) > 0:
 		return fmt.Errorf("fl: novel clients are fine-tuned in one process; run with WORLD_SIZE=1 or without data.novel")
 	}
@@ -155,5 +153,10 @@ func (r *Run) gatherRows(s *cuda.Scope, local []*cuda.Tensor, k, lo int) ([]*cud
 
 func isMean(a Aggregator) bool {
 	_, ok := a.(MeanAggregator)
+	return ok
+}
+
+func isSharded(g Generative) bool {
+	_, ok := g.(ShardedLearner)
 	return ok
 }
