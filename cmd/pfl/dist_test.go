@@ -308,3 +308,50 @@ func TestAcrossProcessesSurvivesALostRank(t *testing.T) {
 	}
 	sameMetrics(t, "killed on 2 ranks, resumed on 3", readMetrics(t, filepath.Join(out, "cut")), want)
 }
+
+// TestAcrossProcessesStopTogether interrupts pfl launch (SIGINT, as a Ctrl-C) during a
+// 2-rank run and wants both ranks to stop after the same round, rank 0 with a checkpoint
+// of that round, and launch to fail saying it was interrupted.
+func TestAcrossProcessesStopTogether(t *testing.T) {
+	out := t.TempDir()
+	cfg := writeDistConfig(t, out)
+	cmd := exec.Command(os.Args[0], "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out, "--set", "name=stop",
+		"--set", "train.rounds=20", "--set", "train.epochs=4")
+	cmd.Env = append(childEnvironment(t), "OMP_NUM_THREADS=1")
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	sc := bufio.NewScanner(pipe)
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	sent := false
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if !sent && strings.HasPrefix(sc.Text(), "[rank 0] checkpoint round 1") {
+			cmd.Process.Signal(os.Interrupt)
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	text := log.String()
+	if !sent || err == nil || !strings.Contains(text, "interrupted: the ranks stopped") {
+		t.Fatalf("launch interrupted after round 1: %v\n%s", err, text)
+	}
+	stopped := regexp.MustCompile(`\[rank (\d)\] pfl train: interrupted after round (\d+)`).FindAllStringSubmatch(text, -1)
+	if len(stopped) != 2 || stopped[0][2] != stopped[1][2] || stopped[0][2] == "20" {
+		t.Fatalf("the ranks did not stop after the same round: %v\n%s", stopped, text)
+	}
+	round, _ := strconv.Atoi(stopped[0][2])
+	if got := readMetrics(t, filepath.Join(out, "stop")); len(got) != round {
+		t.Fatalf("metrics.jsonl has %d rounds, the ranks stopped after %d", len(got), round)
+	}
+	if !strings.Contains(text, fmt.Sprintf("[rank 0] checkpoint round %d", round)) {
+		t.Fatalf("rank 0 saved no checkpoint of round %d:\n%s", round, text)
+	}
+}
