@@ -171,16 +171,21 @@ func writeDistConfig(t *testing.T, dir string) string {
 // process and across 2 and 3 Gloo ranks on loopback (pfl launch), and compares every
 // round's metrics: FedAvg (shared parameters averaged), FedTP (the hypernetwork's update
 // all-reduced), FedPer (a personal head kept in the replicated store), Ditto (a whole
-// personal model beside the shared one) and pFedMe (personal models, and a server step of
-// β towards the all-reduced mean).
+// personal model beside the shared one), pFedMe (personal models, and a server step of
+// β towards the all-reduced mean) and FedPerfix (prefix adapters kept by their clients,
+// under its own evaluation protocol, which evaluates the trained clients before
+// aggregation on the ranks that trained them).
 func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
-	for _, alg := range []string{"fedavg", "fedtp", "fedper", "ditto", "pfedme"} {
+	for _, alg := range []string{"fedavg", "fedtp", "fedper", "ditto", "pfedme", "fedperfix"} {
 		t.Run(alg, func(t *testing.T) {
 			out := t.TempDir()
 			cfg := writeDistConfig(t, out)
 			sets := []string{"algorithm.name=" + alg}
-			if alg == "pfedme" {
+			switch alg {
+			case "pfedme":
 				sets = append(sets, "algorithm.pfedme.beta=0.9") // the server step, not the plain mean
+			case "fedperfix": // its protocol: the trained clients are evaluated before aggregation
+				sets = append(sets, "model.prefix.mid=4", "train.eval_protocol=fedperfix")
 			}
 			want := distRun(t, out, cfg, 1, append(sets, "name=one")...)
 			for _, n := range []int{2, 3} {
@@ -195,15 +200,15 @@ func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
 }
 
 // TestAcrossProcessesRefusesWhatItCannotSplit wants a clear error, before any training,
-// for what is not split across processes yet (FedPerfix's evaluation protocol, FedTP's
+// for what is not split across processes yet (clients trained one at a time, FedTP's
 // novel-client study) and for a malformed environment variable.
 func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 	out := t.TempDir()
 	cfg := writeDistConfig(t, out)
 	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
-		"--set", "train.eval_protocol=fedperfix")
-	if r.code == 0 || !strings.Contains(r.output, "fedperfix") || !strings.Contains(r.output, "WORLD_SIZE=1") {
-		t.Fatalf("the fedperfix protocol across 2 processes: exit %d\n%s", r.code, r.output)
+		"--set", "train.sequential=true")
+	if r.code == 0 || !strings.Contains(r.output, "train.sequential") || !strings.Contains(r.output, "WORLD_SIZE=1") {
+		t.Fatalf("clients trained one at a time across 2 processes: exit %d\n%s", r.code, r.output)
 	}
 	r = runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
 		"--set", "algorithm.name=fedtp", "--set", "data.holdout=0.34")

@@ -24,7 +24,8 @@ import (
 //     exchange a rank needs nothing but the collectives of its round and a checkpoint
 //     (written by rank 0, read by all) does not depend on the number of ranks.
 // Evaluation splits the clients into contiguous ranges, one per rank, and all-reduces
-// per-client counts the same exact way. The all-reduce of a Gloo or NCCL group hands
+// per-client counts the same exact way; under FedPerfix's protocol each rank first
+// evaluates the clients it trained, and those results are gathered alike. The all-reduce of a Gloo or NCCL group hands
 // every rank the same bits, so the replicas cannot drift apart.
 
 // ShardedLearner is a Generative whose Learn is a sum over the round's clients followed by
@@ -73,8 +74,6 @@ func (r *Run) checkShardable() error {
 		return fmt.Errorf("fl: %d clients per round cannot be shared by %d processes (WORLD_SIZE): each needs at least one", r.cfg.PerRound, g.World())
 	case r.cfg.Sequential:
 		return fmt.Errorf("fl: train.sequential trains in one process; unset it or set WORLD_SIZE=1")
-	case r.cfg.Protocol == EvalFedPerfix:
-		return fmt.Errorf("fl: evaluation protocol %s is not split across processes yet; use %s or WORLD_SIZE=1", EvalFedPerfix, EvalFedTP)
 	case r.hooks.aggregate != nil && !isMean(r.hooks.aggregate):
 		return fmt.Errorf("fl: %s has its own server update, which is not split across processes yet; run it with WORLD_SIZE=1", name)
 	case r.hooks.gen != nil && !isSharded(r.hooks.gen):
@@ -159,4 +158,35 @@ func isMean(a Aggregator) bool {
 func isSharded(g Generative) bool {
 	_, ok := g.(ShardedLearner)
 	return ok
+}
+
+// gatherEval gives every rank the results of all's clients in res, each rank having
+// evaluated its clients mine: one all-reduce of the per-client fields, zero for the
+// clients a rank did not evaluate (exact, as gatherRows). Nothing in one process.
+func (r *Run) gatherEval(res *EvalResult, mine, all []int) error {
+	if !r.distributed() {
+		return nil
+	}
+	n := len(res.Count)
+	v := make([]float64, 4*n)
+	for _, c := range mine {
+		v[c], v[n+c], v[2*n+c], v[3*n+c] = float64(res.Correct[c]), float64(res.Count[c]), res.Accuracy[c], res.Loss[c]
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	t := cuda.FromSlice(s, r.cfg.Group.Device(), v)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := r.allReduce(t); err != nil {
+		return err
+	}
+	sum, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	for _, c := range all {
+		res.Correct[c], res.Count[c], res.Accuracy[c], res.Loss[c] = int(sum[c]), int(sum[n+c]), sum[2*n+c], sum[3*n+c]
+	}
+	return nil
 }

@@ -309,7 +309,10 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	if due && r.cfg.Protocol == EvalFedPerfix {
 		t2 := time.Now()
 		res := newEvalResult(len(r.fed.Part.Test))
-		if err := r.evaluateTrained(&res, met.Clients); err != nil {
+		if err := r.evaluateTrained(&res, local); err != nil {
+			return met, err
+		}
+		if err := r.gatherEval(&res, local, met.Clients); err != nil {
 			return met, err
 		}
 		pre = &res
