@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -168,5 +169,35 @@ func TestABIHasProcessGroups(t *testing.T) {
 	}
 	if info.ABIMajor != 1 || info.ABIMinor < 6 {
 		t.Fatalf("library ABI %d.%d, want 1.6 or later", info.ABIMajor, info.ABIMinor)
+	}
+}
+
+// TestProcessGroupSameBitsEverywhere checks what the replicated run state relies on: an
+// all-reduce whose sums round (float32 thirds and tenths) hands every rank the same bits.
+func TestProcessGroupSameBitsEverywhere(t *testing.T) {
+	const world, n = 3, 4099 // not a multiple of the world size: uneven chunks
+	pgs := groups(t, world, 20*time.Second)
+	got := make([][]float32, world)
+	onRanks(t, pgs, func(g *cuda.ProcessGroup) error {
+		s := cuda.NewScope()
+		defer s.Close()
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i%97)/3 + float32(g.Rank()+1)/10
+		}
+		x := cuda.FromSlice(s, cuda.CPU, v)
+		if err := g.AllReduceSum(x); err != nil {
+			return err
+		}
+		var err error
+		got[g.Rank()], err = x.Float32s()
+		return err
+	})
+	for r := 1; r < world; r++ {
+		for i := range got[0] {
+			if math.Float32bits(got[r][i]) != math.Float32bits(got[0][i]) {
+				t.Fatalf("element %d: rank %d has %v, rank 0 %v", i, r, got[r][i], got[0][i])
+			}
+		}
 	}
 }
