@@ -20,6 +20,8 @@
 #       workloads  pfl bench at full size, every workload in each of PFL_BENCH_PRECISIONS
 #                  (default "bf16 fp32"), then the first workload eager, for the graphs' gain
 #       scaling    the first workload at K = 1 and K = 8 clients per round (the stacking gain)
+#       dist       a short run across every GPU of the machine (pfl launch, c10d's NCCL), one
+#                  rank per GPU, beside the same run on one GPU; skipped with one GPU
 #   bash bench/gpu.sh                both, on a GPU machine that has Go
 #   bash bench/gpu.sh --preflight-only
 #                                    only the checks `run` starts with (also `preflight`)
@@ -230,6 +232,41 @@ stage_workloads() {
   bench_one "$first-$p0-eager" -precision "$p0" -eager "$first"
 }
 
+# The dist stage's run: a toy ViT on synthetic images, FedAvg, 8 clients per round (each
+# rank trains its share), a few rounds; its metrics should match the one-GPU run within the
+# tolerances of cmd/pfl/dist_test.go.
+dist_config() {
+  cat <<'YAML'
+name: dist
+device: cuda
+seed: 1
+data: {dataset: "synthetic:4000:10:1000", clients: 16, min_size: 10, partition: dirichlet, alpha: 1.0}
+model: {preset: tiny-vit, depth: 4, patch: 4, dim: 64, heads: 4, head_dim: 16, mlp: 128}
+algorithm: {name: fedavg}
+train: {rounds: 5, participation: 0.5, epochs: 1, batch: 32, lr: 0.05, momentum: 0.9, eval_every: 1, tail_rounds: 2}
+YAML
+}
+
+stage_dist() {
+  echo
+  echo "== across GPUs (pfl launch, NCCL) =="
+  local n
+  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') || n=0
+  if [ "$n" -lt 2 ]; then
+    echo "gpu.sh: $n GPU(s): the dist stage needs 2 or more; skipped"
+    return 0
+  fi
+  dist_config >"$out/dist.yaml"
+  bin/gpu/pfl launch -n 1 -- train -c "$out/dist.yaml" --set out="$out/dist-runs" --set name=gpu1 --overwrite \
+    >"$out/dist-1.txt" 2>&1 || status=1
+  bin/gpu/pfl launch -n "$n" -- train -c "$out/dist.yaml" --set out="$out/dist-runs" --set name="gpu$n" --overwrite \
+    >"$out/dist-$n.txt" 2>&1 || status=1
+  for k in 1 "$n"; do
+    echo "-- $k GPU(s):"
+    tail -4 "$out/dist-$k.txt"
+  done
+}
+
 stage_scaling() {
   echo
   echo "== stacking (the first workload at K = 1 and K = 8) =="
@@ -240,7 +277,7 @@ stage_scaling() {
 
 run() {
   local stages=("$@")
-  [ ${#stages[@]} -eq 0 ] && stages=(build tests kernels workloads scaling)
+  [ ${#stages[@]} -eq 0 ] && stages=(build tests kernels workloads scaling dist)
   for b in cuda.test fl.test smoke.test kernels.test bench.test pfl; do
     [ -x "bin/gpu/$b" ] || { echo "gpu.sh: bin/gpu/$b missing: run 'bash bench/gpu.sh prepare' where Go is, and carry bin/gpu" >&2; exit 1; }
   done
@@ -256,8 +293,8 @@ run() {
   export PFL_BENCH_DEVICE=cuda
   for s in "${stages[@]}"; do
     case "$s" in
-      build | tests | kernels | workloads | scaling) "stage_$s" ;;
-      *) echo "gpu.sh: unknown stage $s (build, tests, kernels, workloads, scaling)" >&2; exit 2 ;;
+      build | tests | kernels | workloads | scaling | dist) "stage_$s" ;;
+      *) echo "gpu.sh: unknown stage $s (build, tests, kernels, workloads, scaling, dist)" >&2; exit 2 ;;
     esac
   done
   pack
@@ -269,5 +306,5 @@ case "$mode" in
   run) run "$@" ;;
   all) prepare && run ;;
   preflight | --preflight-only) preflight ;;
-  *) echo "usage: bash bench/gpu.sh prepare | run [build|tests|kernels|workloads|scaling]... | --preflight-only" >&2; exit 2 ;;
+  *) echo "usage: bash bench/gpu.sh prepare | run [build|tests|kernels|workloads|scaling|dist]... | --preflight-only" >&2; exit 2 ;;
 esac

@@ -107,6 +107,21 @@ static int32_t t_set_stream(const pfl_api *a, int32_t d, pfl_stream s, pfl_statu
 static int32_t t_graph_begin_shared(const pfl_api *a, pfl_graph g, pfl_stream s, pfl_graph pool, pfl_status *st) {
 	return a->cuda_graph_capture_begin_shared(g, s, pool, st);
 }
+static int32_t t_pg_new(const pfl_api *a, const char *host, int32_t port, int32_t rank, int32_t world,
+	int64_t timeout_ms, int32_t dt, int32_t di, pfl_pg *out, pfl_status *st) {
+	return a->pg_new(host, port, rank, world, timeout_ms, dt, di, out, st);
+}
+static int32_t t_pg_all_reduce(const pfl_api *a, pfl_pg pg, const pfl_tensor *ts, int32_t n, pfl_status *st) {
+	return a->pg_all_reduce(pg, ts, n, st);
+}
+static int32_t t_pg_broadcast(const pfl_api *a, pfl_pg pg, const pfl_tensor *ts, int32_t n, int32_t root, pfl_status *st) {
+	return a->pg_broadcast(pg, ts, n, root, st);
+}
+static int32_t t_pg_all_gather(const pfl_api *a, pfl_pg pg, pfl_tensor out, pfl_tensor in, pfl_status *st) {
+	return a->pg_all_gather(pg, out, in, st);
+}
+static int32_t t_pg_barrier(const pfl_api *a, pfl_pg pg, pfl_status *st) { return a->pg_barrier(pg, st); }
+static void t_pg_free(const pfl_api *a, pfl_pg pg) { a->pg_free(pg); }
 */
 import "C"
 
@@ -556,3 +571,46 @@ const (
 	opKernelImageBatch   int32 = C.PFL_OP_KERNEL_IMAGE_BATCH
 	opKernelWeightedSum  int32 = C.PFL_OP_KERNEL_WEIGHTED_SUM_
 )
+
+func nativePGNew(host string, port, rank, world int, timeoutMS int64, dev Device) (unsafe.Pointer, error) {
+	ch := C.CString(host)
+	defer C.free(unsafe.Pointer(ch))
+	var out C.pfl_pg
+	var st C.pfl_status
+	rc := C.t_pg_new(api, ch, C.int32_t(port), C.int32_t(rank), C.int32_t(world), C.int64_t(timeoutMS),
+		C.int32_t(dev.Type), C.int32_t(dev.Index), &out, &st)
+	if err := status("process_group", rc, &st); err != nil {
+		return nil, err
+	}
+	return unsafe.Pointer(out), nil
+}
+
+func nativePGAllReduce(pg unsafe.Pointer, hs []unsafe.Pointer) error {
+	var st C.pfl_status
+	var p *C.pfl_tensor
+	if len(hs) > 0 {
+		p = (*C.pfl_tensor)(unsafe.Pointer(&hs[0]))
+	}
+	return status("all_reduce", C.t_pg_all_reduce(api, C.pfl_pg(pg), p, C.int32_t(len(hs)), &st), &st)
+}
+
+func nativePGBroadcast(pg unsafe.Pointer, hs []unsafe.Pointer, root int) error {
+	var st C.pfl_status
+	var p *C.pfl_tensor
+	if len(hs) > 0 {
+		p = (*C.pfl_tensor)(unsafe.Pointer(&hs[0]))
+	}
+	return status("broadcast", C.t_pg_broadcast(api, C.pfl_pg(pg), p, C.int32_t(len(hs)), C.int32_t(root), &st), &st)
+}
+
+func nativePGAllGather(pg, out, in unsafe.Pointer) error {
+	var st C.pfl_status
+	return status("all_gather", C.t_pg_all_gather(api, C.pfl_pg(pg), C.pfl_tensor(out), C.pfl_tensor(in), &st), &st)
+}
+
+func nativePGBarrier(pg unsafe.Pointer) error {
+	var st C.pfl_status
+	return status("barrier", C.t_pg_barrier(api, C.pfl_pg(pg), &st), &st)
+}
+
+func nativePGFree(pg unsafe.Pointer) { C.t_pg_free(api, C.pfl_pg(pg)) }

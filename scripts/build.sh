@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: libtorch (CPU, 1.13), OpenBLAS with OpenMP (without it libtorch falls
-# back to reference BLAS, ~15x slower), the build tools, and Fashion-MNIST for the demos.
-pkgs=(libtorch-dev libopenblas0-openmp cmake g++ make dataset-fashion-mnist)
+# back to reference BLAS, ~15x slower), gloo's headers (libtorch's c10d Gloo backend, for training
+# across processes), the build tools, and Fashion-MNIST for the demos.
+pkgs=(libtorch-dev libgloo-dev libopenblas0-openmp cmake g++ make dataset-fashion-mnist)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

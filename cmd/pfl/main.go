@@ -15,6 +15,7 @@
 //	pfl tsne <run>        t-SNE of a FedTP or TransFed run's client embeddings
 //	pfl report <run>      a self-contained HTML report of a run or suite
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
+//	pfl launch -n N -- train -c cfg   train across N local processes (c10d: Gloo, NCCL)
 package main
 
 import (
@@ -43,6 +44,7 @@ var commands = []command{
 	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
 	{"report", "write a self-contained HTML report of a run or suite (report.html)", reportCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
+	{"launch", "start N local processes of a pfl command that train together (torchrun's variables)", launchCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"pfl/configs"
+	"pfl/cuda"
+	"pfl/engine/dist"
 	"pfl/engine/experiment"
 	"pfl/engine/fl"
 )
@@ -43,6 +45,11 @@ func trainCmd(args []string, out io.Writer) error {
 		return err
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
+	ctx, leave, err := joinGroup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	if cfg.IsGrid() {
 		gr, err := experiment.RunGrid(ctx, cfg, opts)
 		if err != nil {
@@ -67,6 +74,32 @@ func trainCmd(args []string, out io.Writer) error {
 	return nil
 }
 
+// joinGroup joins the group of processes the environment describes (RANK, WORLD_SIZE,
+// ... as torchrun or pfl launch set them) and returns ctx carrying it, which makes the run
+// train across the processes, and a function that leaves the group. With WORLD_SIZE unset
+// or 1 it returns ctx as it is.
+func joinGroup(ctx context.Context, cfg experiment.Config) (context.Context, func(), error) {
+	env, err := dist.FromEnv()
+	if err != nil || env == nil {
+		return ctx, func() {}, err
+	}
+	if len(cfg.Suite) > 0 {
+		return nil, nil, fmt.Errorf("a suite runs its members one after another in one process; run a member's config under WORLD_SIZE=%d instead", env.World)
+	}
+	if cfg.IsGrid() {
+		return nil, nil, fmt.Errorf("seeds and sweep run their runs one after another in one process; run one run's config under WORLD_SIZE=%d instead", env.World)
+	}
+	dev, err := cuda.ParseDevice(cfg.Device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("device: %w", err)
+	}
+	g, err := env.Join(env.Device(dev))
+	if err != nil {
+		return nil, nil, err
+	}
+	return dist.NewContext(ctx, g), func() { g.Close() }, nil
+}
+
 // resumeRun continues a run or a suite; --set may change the keys a resumed run may change
 // (the run refuses any other difference, naming it).
 func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) error {
@@ -84,6 +117,11 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 	if experiment.IsSuite(dir) {
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a suite: edit %s instead", filepath.Join(dir, "config.json"))
+		}
+		if env, err := dist.FromEnv(); err != nil {
+			return err
+		} else if env != nil {
+			return fmt.Errorf("a suite resumes in one process: unset WORLD_SIZE (it is %d)", env.World)
 		}
 		sr, err := experiment.ResumeSuite(ctx, dir, observer(out))
 		if err != nil {
@@ -103,6 +141,11 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		}
 		cfg.Out, cfg.Name = out, name
 	}
+	ctx, leave, err := joinGroup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	res, err := experiment.ResumeWith(ctx, cfg, observer(out))
 	if err != nil {
 		return err
@@ -152,6 +195,10 @@ func printGrid(out io.Writer, gr *experiment.GridResult) {
 }
 
 func printResult(out io.Writer, res *experiment.Result) {
+	if res.Summary.Name == "" { // a rank other than 0 of a run across processes
+		fmt.Fprintf(out, "\n%d rounds done; rank 0 writes %s\n", len(res.History), res.Dir)
+		return
+	}
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
 	fmt.Fprintf(out, "final accuracy %.4f; per client %.4f ± %.4f (p10 %.3f, median %.3f, p90 %.3f, worst 10%% %.3f)\n",

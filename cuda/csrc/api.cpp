@@ -495,6 +495,14 @@ void pfl_cuda_graph_free(pfl_graph);
 int32_t pfl_cuda_graph_register_generator(pfl_graph, pfl_generator, pfl_status *);
 int32_t pfl_cuda_set_current_stream(int32_t, pfl_stream, pfl_status *);
 int32_t pfl_cuda_graph_capture_begin_shared(pfl_graph, pfl_stream, pfl_graph, pfl_status *);
+// Process groups live in dist.cpp.
+int32_t pfl_pg_new(const char *, int32_t, int32_t, int32_t, int64_t, int32_t, int32_t, pfl_pg *,
+                   pfl_status *);
+int32_t pfl_pg_all_reduce(pfl_pg, const pfl_tensor *, int32_t, pfl_status *);
+int32_t pfl_pg_broadcast(pfl_pg, const pfl_tensor *, int32_t, int32_t, pfl_status *);
+int32_t pfl_pg_all_gather(pfl_pg, pfl_tensor, pfl_tensor, pfl_status *);
+int32_t pfl_pg_barrier(pfl_pg, pfl_status *);
+void pfl_pg_free(pfl_pg);
 
 static const pfl_api k_api = {
     sizeof(pfl_api),
@@ -537,6 +545,12 @@ static const pfl_api k_api = {
     pfl_cuda_graph_capture_begin_shared,
     api_host_cache_release,
     api_host_cache_stats,
+    pfl_pg_new,
+    pfl_pg_all_reduce,
+    pfl_pg_broadcast,
+    pfl_pg_all_gather,
+    pfl_pg_barrier,
+    pfl_pg_free,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 6
+#define PFL_ABI_MINOR 7
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -41,6 +41,7 @@ typedef struct pfl_tensor_s *pfl_tensor;
 typedef struct pfl_generator_s *pfl_generator;
 typedef struct pfl_stream_s *pfl_stream;
 typedef struct pfl_graph_s *pfl_graph;
+typedef struct pfl_pg_s *pfl_pg;
 
 /* Element types. Our own numbering, translated inside the library. */
 enum pfl_dtype {
@@ -374,6 +375,25 @@ typedef struct pfl_api {
    * libtorch 2.x), 1 otherwise. */
   void (*host_cache_release)(void);
   int32_t (*host_cache_stats)(int64_t *out);
+
+  /* Added in ABI 1.7: a c10d process group for training across processes (dist.cpp).
+   * pg_new joins the group of world processes through a TCP store at host:port (rank 0
+   * serves it), with Gloo for CPU tensors (device_type PFL_CPU) or NCCL for CUDA tensors
+   * (device_type PFL_CUDA, device_index this process's GPU); it fails with PFL_ERR_NOT_IMPLEMENTED
+   * when the library was built without that backend. timeout_ms bounds the rendezvous and
+   * every collective: a peer that is gone or silent makes the call fail, never hang.
+   * pg_all_reduce sums n tensors in place across the group in one collective (the tensors
+   * are flattened into one buffer per dtype, reduced, and copied back). pg_broadcast copies
+   * root's n tensors into everyone's, in one collective per dtype. pg_all_gather fills out
+   * [world, in...] with every rank's in, row r from rank r. pg_barrier returns when every
+   * rank has entered it. All tensors must be dense, on the group's device. No autograd. */
+  int32_t (*pg_new)(const char *host, int32_t port, int32_t rank, int32_t world, int64_t timeout_ms,
+                    int32_t device_type, int32_t device_index, pfl_pg *out, pfl_status *st);
+  int32_t (*pg_all_reduce)(pfl_pg pg, const pfl_tensor *ts, int32_t n, pfl_status *st);
+  int32_t (*pg_broadcast)(pfl_pg pg, const pfl_tensor *ts, int32_t n, int32_t root, pfl_status *st);
+  int32_t (*pg_all_gather)(pfl_pg pg, pfl_tensor out, pfl_tensor in, pfl_status *st);
+  int32_t (*pg_barrier)(pfl_pg pg, pfl_status *st);
+  void (*pg_free)(pfl_pg pg);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

@@ -13,6 +13,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/dist"
 	"pfl/engine/fl"
 	"pfl/engine/internal/jsonfloat"
 	"pfl/engine/model"
@@ -179,6 +180,9 @@ func interrupted(ctx context.Context, stage string) error {
 // between the stages; it writes nothing.
 func prepare(ctx context.Context, cfg Config) (*session, error) {
 	dev, _ := cuda.ParseDevice(cfg.Device)
+	if g := dist.FromContext(ctx); g != nil && dev.IsCUDA() {
+		dev = g.Device() // each rank its own GPU
+	}
 	if data.IsText(cfg.Data.Dataset) {
 		return prepareText(ctx, cfg, dev)
 	}
@@ -241,7 +245,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		se.closeData()
 		return nil, err
 	}
-	if err := se.start(cfg, fed, build, dev); err != nil {
+	if err := se.start(cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
@@ -249,12 +253,15 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 
 // start builds the federated run on the session's uploaded data; on an error it frees
 // the data.
-func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device) error {
+//
+// With a process group of several ranks (dist.FromContext) the run trains across
+// processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
+func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
 		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
-		Protocol: fl.EvalProtocol(t.EvalProtocol)}
+		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
@@ -335,13 +342,22 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		obs = quiet{}
 	}
 	dir := filepath.Join(cfg.Out, cfg.Name)
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if err := openRunDir(dir, resume, opts); err != nil {
-		return nil, err
+	// Across processes only rank 0 writes the run directory (checkpoints, metrics,
+	// summary, plots, TensorBoard); every rank reads the checkpoint it resumes from.
+	writes := dist.Writes(dist.FromContext(ctx))
+	if writes {
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if err := openRunDir(dir, resume, opts); err != nil {
+			return nil, err
+		}
+	} else if resume {
+		if err := openRunDir(dir, resume, opts); err != nil {
+			return nil, err
+		}
 	}
 	se, err := prepare(ctx, cfg)
 	if err != nil {
@@ -354,12 +370,19 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 		// the resumable keys may have changed (more rounds): config.json follows
-		if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
-			return nil, err
+		if writes {
+			if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+				return nil, err
+			}
 		}
 		obs.Log(fmt.Sprintf("resumed %s after round %d", dir, len(run.History)))
-	} else if err := startRunDir(dir, cfg, se); err != nil {
-		return nil, err
+	} else if writes {
+		if err := startRunDir(dir, cfg, se); err != nil {
+			return nil, err
+		}
+	}
+	if !writes {
+		return follow(ctx, dir, run, cfg.Train.Rounds, obs)
 	}
 	// metrics.jsonl is rewritten from the history, so lines of rounds after the
 	// checkpoint (a run killed mid-way) disappear.
@@ -390,6 +413,11 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	for round := first; round < t.Rounds; round++ {
 		m, err := run.Round(round)
 		if err != nil {
+			if dist.FromContext(ctx) != nil {
+				// across processes a round can fail half-way through its all-reduces, with
+				// the global model holding a partial sum: the last checkpoint stays
+				return nil, fmt.Errorf("%w; the last checkpoint in %s is kept", err, dir)
+			}
 			// the failed round changed neither the global model nor the store
 			if cerr := checkpoint(dir, cfg, run); cerr != nil {
 				return nil, fmt.Errorf("%w (and saving the last good checkpoint failed: %v)", err, cerr)
@@ -405,7 +433,12 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		obs.Round(m, round+1, t.Rounds, float64(samples)/time.Since(start).Seconds())
 		last := round+1 == t.Rounds
-		stop := ctx.Err() != nil && !last // a signal during the last round still gets the summary
+		// a signal during the last round still gets the summary; across processes the
+		// ranks stop after the same round
+		stop, err := dist.Any(dist.FromContext(ctx), ctx.Err() != nil && !last)
+		if err != nil {
+			return nil, err
+		}
 		if (round+1)%t.CheckpointEvery == 0 || last || stop {
 			if err := checkpoint(dir, cfg, run); err != nil {
 				return nil, err
@@ -615,4 +648,27 @@ func modelBuilder(s model.Spec, dev cuda.Device) (fl.Builder, error) {
 		return nil, fmt.Errorf("model.preset %s cannot be built for this data (data.image_size, data.channels and the model.* size keys shape it): %w", s.Preset, err)
 	}
 	return func(k int, g *cuda.Generator) (model.Model, error) { return f(k, dev, cuda.Float32, g) }, nil
+}
+
+// follow is run for a rank other than 0 of a run across processes: the same rounds, in
+// step with the other ranks through the run's collectives, and nothing written.
+func follow(ctx context.Context, dir string, run *fl.Run, rounds int, obs Observer) (*Result, error) {
+	start := time.Now()
+	samples := 0
+	for round := len(run.History); round < rounds; round++ {
+		m, err := run.Round(round)
+		if err != nil {
+			return nil, err
+		}
+		samples += m.Samples
+		obs.Round(m, round+1, rounds, float64(samples)/time.Since(start).Seconds())
+		stop, err := dist.Any(dist.FromContext(ctx), ctx.Err() != nil && round+1 < rounds)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
+			return nil, fmt.Errorf("interrupted after round %d; rank 0 saved a checkpoint", round+1)
+		}
+	}
+	return &Result{Dir: dir, History: run.History}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/dist"
 	"pfl/engine/fl"
 	"pfl/engine/model"
 )
@@ -46,7 +47,7 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 		return nil, err
 	}
 	se.train, se.test = train, test
-	if err := se.start(cfg, tf.Fed, build, dev); err != nil {
+	if err := se.start(cfg, tf.Fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil

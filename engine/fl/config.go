@@ -43,6 +43,10 @@ type Config struct {
 	// every later step and round (CUDA devices only; ignored on the CPU, where the same
 	// step runs eagerly). A capture that fails leaves that phase eager (Run.GraphStatus).
 	Graphs bool
+	// Group, when it has more than one rank, trains the run across processes: each rank
+	// trains its share of every round's clients and evaluates its share of the clients,
+	// and the server update is all-reduced (dist.go). nil or one rank: this process alone.
+	Group *cuda.ProcessGroup
 }
 
 // EvalProtocol is when a round's evaluation sees each client's model.

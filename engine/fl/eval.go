@@ -46,6 +46,9 @@ func (r *Run) evaluateInto(res *EvalResult, skip []int) error {
 	if len(clients) == 0 {
 		return nil
 	}
+	if r.distributed() {
+		return r.evaluateShared(res, clients)
+	}
 	return r.chunks(clients, func(ids []int, valid int) error {
 		e, err := r.evalChunk(ids)
 		for i := 0; err == nil && i < valid; i++ {
@@ -267,4 +270,45 @@ func (r *Run) Train() ([]RoundMetrics, error) {
 		}
 	}
 	return r.History, nil
+}
+
+// evaluateShared is evaluateInto across processes: each rank evaluates its contiguous range
+// of clients, in chunks, and every rank gets every client's counts through one all-reduce
+// of zero-padded [3, N] counts (exact: the other ranks add zeros).
+func (r *Run) evaluateShared(res *EvalResult, clients []int) error {
+	g := r.cfg.Group
+	n := len(r.fed.Part.Test)
+	counts := make([]float64, 3*n) // correct, count, loss per client
+	lo, hi := share(len(clients), g.Rank(), g.World())
+	if mine := clients[lo:hi]; len(mine) > 0 {
+		err := r.chunks(mine, func(ids []int, valid int) error {
+			e, err := r.evalChunk(ids)
+			for i := 0; err == nil && i < valid; i++ {
+				c := ids[i]
+				counts[c], counts[n+c], counts[2*n+c] = e.correct[i], e.count[i], e.loss[i]
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	t := cuda.FromSlice(s, g.Device(), counts)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := r.allReduce(t); err != nil {
+		return err
+	}
+	all, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	e := evalCounts{correct: all[:n], count: all[n : 2*n], loss: all[2*n:]}
+	for _, c := range clients {
+		res.set(c, e, c)
+	}
+	return nil
 }

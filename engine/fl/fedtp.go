@@ -165,6 +165,12 @@ func (f *FedTP) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
 
 // Learn is Algorithm 1's server update: φ ← φ − β Σ_i (m_i/M)(∂W_i/∂φ)ᵀ(W_i⁰ − W_iᴱ).
 func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
+	f.LearnApply(s, f.LearnSum(s, generated, trained, weights))
+}
+
+// LearnSum is the sum of Learn's update over the given clients, Σ_i (m_i/M)(∂W_i/∂φ)ᵀ ΔW_i
+// (ShardedLearner: across processes, each rank's clients' part, all-reduced).
+func (f *FedTP) LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor {
 	grad := s.GradEnabled()
 	s.SetGradEnabled(false)
 	delta := make([]*cuda.Tensor, len(trained))
@@ -174,8 +180,13 @@ func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights 
 	s.SetGradEnabled(true)
 	g := f.net.Gradient(s, generated, delta, weights)
 	s.SetGradEnabled(grad)
+	return g
+}
+
+// LearnApply is the hypernetwork's optimizer step with the summed gradient.
+func (f *FedTP) LearnApply(s *cuda.Scope, sum []*cuda.Tensor) {
 	if s.Err() == nil {
-		f.net.Step(s, g)
+		f.net.Step(s, sum)
 	}
 	for _, t := range g {
 		t.Close() // hidden × the generated parameters each: free them now, not at the round's end

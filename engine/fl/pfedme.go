@@ -129,7 +129,17 @@ func (p *PFedMe) Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weight
 		means[i] = s.Clone(g)
 	}
 	s.ForeachWeightedSum(means, trained, weights)
-	s.ForeachLerp(global, means, p.Beta)
+	return p.AggregateMean(s, global, means)
+}
+
+// AggregateMean is Aggregate's update from the weighted mean Σ_k weights_k w_k
+// (MeanAggregator: across processes the mean is all-reduced first).
+func (p *PFedMe) AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error {
+	if p.Beta == 1 {
+		s.ForeachCopy(global, means)
+	} else {
+		s.ForeachLerp(global, means, p.Beta)
+	}
 	return s.Err()
 }
 

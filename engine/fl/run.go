@@ -80,6 +80,9 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		cfg.PerRound = len(r.trainable)
 		r.cfg = cfg
 	}
+	if err := r.checkShardable(); err != nil {
+		return nil, err
+	}
 	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: cfg.Seed, Purpose: "init", Round: -1, Client: -1}), cfg.Device)
 	if err != nil {
 		return nil, err
@@ -105,7 +108,13 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 	}
 	r.build = build
 	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
-	ks := []int{1, cfg.PerRound, cfg.EvalChunk}
+	// the stacked model holds this rank's share of the round's clients (all of them in
+	// one process); the shares' sizes do not change from round to round
+	lo, hi := 0, cfg.PerRound
+	if r.distributed() {
+		lo, hi = share(cfg.PerRound, cfg.Group.Rank(), cfg.Group.World())
+	}
+	ks := []int{1, hi - lo, cfg.EvalChunk}
 	if cfg.Sequential {
 		models, ks = append(models, &r.single), append(ks, 1)
 	}
@@ -252,9 +261,10 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	t0 := time.Now()
-	var generated []*cuda.Tensor // with the graph back to the server's parameters
+	local, _ := r.localShare(met.Clients) // this rank's clients: all of them in one process
+	var generated []*cuda.Tensor          // with the graph back to the server's parameters
 	if r.hooks.gen != nil {
-		generated = r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(met.Clients)))
+		generated = r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(local)))
 		if len(generated) != len(r.genIdx) {
 			return met, fmt.Errorf("fl: %s generated %d parameters, want %d", r.strat.Name(), len(generated), len(r.genIdx))
 		}
@@ -279,12 +289,17 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 			s.SetGradEnabled(true)
 		}
 	} else {
-		l, n, err := r.localTrain(s, r.stacked, met.Clients, generated, round, &met)
+		l, n, err := r.localTrain(s, r.stacked, local, generated, round, &met)
 		if err != nil {
 			return met, err
 		}
 		sum, count = l, n
 	}
+	samples := float64(met.Samples) // exact in float64 below 2^53
+	if err := r.allReduceFloats(&sum, &count, &samples); err != nil {
+		return met, err
+	}
+	met.Samples = int(samples)
 	met.TrainLoss = sum / math.Max(count, 1) // finite: trainPhase stops on a client's non-finite loss
 	if err := cuda.Synchronize(r.cfg.Device); err != nil {
 		return met, err
@@ -298,7 +313,10 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	if due && r.cfg.Protocol == EvalFedPerfix {
 		t2 := time.Now()
 		res := newEvalResult(len(r.fed.Part.Test))
-		if err := r.evaluateTrained(&res, met.Clients); err != nil {
+		if err := r.evaluateTrained(&res, local); err != nil {
+			return met, err
+		}
+		if err := r.gatherEval(&res, local, met.Clients); err != nil {
 			return met, err
 		}
 		pre = &res
@@ -373,33 +391,76 @@ func (r *Run) onStream() (done func(), err error) {
 // aggregate averages the shared parameters over the round's clients (weights m_k/M) into
 // the global model, writes the personal rows back to the store, and lets a generative
 // strategy learn from the generated parameters' change.
+//
+// Across processes (dist.go) the stacked model holds this rank's share of ids; the
+// weights stay those of the whole round, the sums over clients are all-reduced, and the
+// personal rows of every trained client reach every rank's store.
 func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) error {
 	sizes := make([]int, len(ids))
 	for i, c := range ids {
 		sizes[i] = len(r.fed.Part.Train[c])
 	}
-	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes))
+	local, lo := r.localShare(ids)
+	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes)[lo:lo+len(local)])
 	if r.hooks.gen != nil {
 		trained := make([]*cuda.Tensor, len(r.genIdx))
 		for j, i := range r.genIdx {
 			trained[j] = r.stacked.Params().List[i].T
 		}
-		r.hooks.gen.Learn(s, generated, trained, w)
+		if sl, ok := r.hooks.gen.(ShardedLearner); ok && r.distributed() {
+			sum := sl.LearnSum(s, generated, trained, w)
+			if err := s.Err(); err != nil {
+				return err
+			}
+			if err := r.allReduce(sum...); err != nil {
+				return err
+			}
+			sl.LearnApply(s, sum)
+		} else {
+			r.hooks.gen.Learn(s, generated, trained, w)
+		}
 	}
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(true)
 	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
 	global := r.global.Params().List
-	var dst, src []*cuda.Tensor
+	var dst, src, pers []*cuda.Tensor
+	var persIdx []int
 	for i, p := range r.stacked.Params().List {
 		if r.isGen[i] {
 			continue
 		}
 		if r.personal[i] {
-			s.IndexCopy(r.store[i], 0, idx, p.T)
+			pers, persIdx = append(pers, p.T), append(persIdx, i)
 		} else {
 			dst, src = append(dst, global[i].T), append(src, p.T)
 		}
+	}
+	if r.distributed() && len(pers) > 0 {
+		var err error
+		if pers, err = r.gatherRows(s, pers, len(ids), lo); err != nil {
+			return err
+		}
+	}
+	for j, i := range persIdx {
+		s.IndexCopy(r.store[i], 0, idx, pers[j])
+	}
+	if ma, ok := r.hooks.aggregate.(MeanAggregator); ok && r.distributed() && len(dst) > 0 {
+		means := make([]*cuda.Tensor, len(dst))
+		for i, g := range dst {
+			means[i] = s.Zeros(g.DType(), g.Device(), g.Shape()...)
+		}
+		s.ForeachWeightedSum(means, src, w)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		if err := r.allReduce(means...); err != nil {
+			return err
+		}
+		if err := ma.AggregateMean(s, dst, means); err != nil {
+			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
+		}
+		return s.Err()
 	}
 	if a := r.hooks.aggregate; a != nil {
 		if err := a.Aggregate(s, dst, src, w); err != nil {
@@ -407,7 +468,10 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 		}
 		return s.Err()
 	}
-	return AverageInto(s, dst, src, w)
+	if err := AverageInto(s, dst, src, w); err != nil {
+		return err
+	}
+	return r.allReduce(dst...)
 }
 
 // localTrain runs the clients' local training on m (loading their rows first), phase by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Syntax-checks pfl's native sources (api.cpp, ops.cpp, cuda.cpp, kernels.cpp) against
+# Syntax-checks pfl's native sources (api.cpp, ops.cpp, cuda.cpp, kernels.cpp, dist.cpp) against
 # prepared libtorch 2.x header trees, with and without -DPFL_WITH_CUDA=1 (the CUDA configs
 # also with -DPFL_WITH_CUDA_KERNELS=1), without a GPU. kernels/csrc/*.cu need no torch
 # header: scripts/kernels-nvcc-check.sh compiles them with nvcc.
@@ -37,11 +37,18 @@ for cfg in $CONFIGS; do
   DEF=(-D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_DISTRIBUTED -DUSE_C10D_GLOO -DUSE_RPC)
   [[ $cfg == *-cuda ]] && DEF+=(-DPFL_WITH_CUDA=1 -DPFL_WITH_CUDA_KERNELS=1 -DUSE_C10D_NCCL)
   INC=(-I"$CSRC" -I"$CSRC/../../kernels/csrc" -isystem $P/overlay -isystem "$T" -isystem "$T/torch/csrc/api/include" -isystem "$CU")
-  for f in api ops cuda kernels; do
+  for f in api ops cuda kernels dist; do
+    # dist.cpp's c10d backends: Gloo where gloo's headers are (Debian: libgloo-dev, through
+    # sysinc), NCCL in the CUDA configs where nccl.h is; without them only its stubs compile
+    FDEF=()
+    if [ $f = dist ]; then
+      [ -e $P/sysinc/gloo/algorithm.h ] && FDEF+=(-DPFL_WITH_GLOO=1)
+      [[ $cfg == *-cuda ]] && [ -e "$CU/nccl.h" ] && FDEF+=(-DPFL_WITH_NCCL=1)
+    fi
     out=$(g++ $STD -nostdinc -fsyntax-only -Wall -Wno-unused-parameter ${WDEP:--Wno-deprecated-declarations} \
-          "${DEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>&1); rc=$?
+          "${DEF[@]}" "${FDEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>&1); rc=$?
     # Where did the torch / CUDA headers come from? Nothing may come from /usr/include directly.
-    leaks=$(g++ $STD -nostdinc -M "${DEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>/dev/null |
+    leaks=$(g++ $STD -nostdinc -M "${DEF[@]}" "${FDEF[@]}" "${INC[@]}" "${STD_INC[@]}" "$CSRC/$f.cpp" 2>/dev/null |
             tr ' \\' '\n\n' | grep -E "^/usr/include/($BAD)" | head -3)
     nerr=$(grep -c ' error: ' <<<"$out")
     printf '%-10s %-11s rc=%d errors=%d\n' "$cfg" "$f.cpp" $rc "$nerr"

@@ -1,0 +1,192 @@
+package fl
+
+import (
+	"fmt"
+
+	"pfl/cuda"
+)
+
+// Training across processes (Config.Group with World > 1). Every rank holds the whole run:
+// the global model, the store of every client's personal rows and the strategy's server
+// state, all replicated and kept equal bit for bit. Every rank draws the same sampled
+// clients from the run's streams, trains its contiguous share of them as one stacked
+// model, and the server update, a sum over the round's clients, becomes partial sums
+// all-reduced across the ranks:
+//   - the shared parameters: Σ_k (m_k/M) θ_k over the rank's clients, then all-reduced
+//     (a MeanAggregator, pFedMe, then moves the global model towards that mean);
+//   - a generator's update (FedTP, TransFed, pFedHN): the rank's clients' part of the
+//     vector-Jacobian product Σ_k (m_k/M) (∂W_k/∂φ)ᵀ ΔW_k, all-reduced before the one
+//     optimizer step every rank takes with the same bits;
+//   - the personal rows: each rank writes its trained clients' rows into a zero buffer of
+//     the round's K rows and the buffers are all-reduced, which is exact (x + 0 = x), so
+//     every rank's store gets every trained client's rows. Replicating the store costs
+//     N rows per personal parameter on every rank, what one process holds anyway; in
+//     exchange a rank needs nothing but the collectives of its round and a checkpoint
+//     (written by rank 0, read by all) does not depend on the number of ranks.
+// Evaluation splits the clients into contiguous ranges, one per rank, and all-reduces
+// per-client counts the same exact way; under FedPerfix's protocol each rank first
+// evaluates the clients it trained, and those results are gathered alike. The all-reduce of a Gloo or NCCL group hands
+// every rank the same bits, so the replicas cannot drift apart.
+
+// ShardedLearner is a Generative whose Learn is a sum over the round's clients followed by
+// one update of the server state, so that under training across processes every rank
+// computes its clients' part of the sum, the parts are all-reduced, and every rank
+// applies the same update. Learn must equal LearnApply(LearnSum(...)).
+type ShardedLearner interface {
+	Generative
+	// LearnSum is the round's clients' part of the server gradient: one tensor per
+	// server parameter, weighted by weights as Learn weights them (the m_k/M of the
+	// whole round, so the parts add up to the whole).
+	LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor
+	// LearnApply updates the server state with the summed gradient.
+	LearnApply(s *cuda.Scope, sum []*cuda.Tensor)
+}
+
+// MeanAggregator is an Aggregator whose server update reads the trained values only
+// through their weighted mean Σ_k w_k θ_k (pFedMe: a step of β towards it), so that across
+// processes the mean is a sum of per-rank partial means, all-reduced, which every rank
+// then applies. Aggregate must equal AggregateMean with the mean.
+type MeanAggregator interface {
+	Aggregator
+	// AggregateMean updates global (one row per shared parameter) from means, the
+	// round's weighted means of the trained values in the same order.
+	AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error
+}
+
+// share is rank's contiguous part [lo, hi) of n items split over world ranks; the parts'
+// sizes differ by at most one.
+func share(n, rank, world int) (lo, hi int) {
+	return rank * n / world, (rank + 1) * n / world
+}
+
+// distributed reports whether the run trains across processes.
+func (r *Run) distributed() bool { return r.cfg.Group != nil && r.cfg.Group.World() > 1 }
+
+// checkShardable refuses what training across processes cannot run yet, naming it.
+func (r *Run) checkShardable() error {
+	if !r.distributed() {
+		return nil
+	}
+	g := r.cfg.Group
+	name := r.strat.Name()
+	switch {
+	case r.cfg.PerRound < g.World():
+		return fmt.Errorf("fl: %d clients per round cannot be shared by %d processes (WORLD_SIZE): each needs at least one", r.cfg.PerRound, g.World())
+	case r.cfg.Sequential:
+		return fmt.Errorf("fl: train.sequential trains in one process; unset it or set WORLD_SIZE=1")
+	case r.hooks.aggregate != nil && !isMean(r.hooks.aggregate):
+		return fmt.Errorf("fl: %s has its own server update, which is not split across processes yet; run it with WORLD_SIZE=1", name)
+	case r.hooks.gen != nil && !isSharded(r.hooks.gen):
+		return fmt.Errorf("fl: %s's server update is not split across processes yet; run it with WORLD_SIZE=1", name)
+	case len(r.fed.Part.Novel) > 0:
+		return fmt.Errorf("fl: novel clients are fine-tuned in one process; run with WORLD_SIZE=1 or without data.novel")
+	}
+	return nil
+}
+
+// localShare is the part of the round's clients ids this rank trains (all of them in one
+// process) and its offset in ids.
+func (r *Run) localShare(ids []int) (local []int, lo int) {
+	if !r.distributed() {
+		return ids, 0
+	}
+	lo, hi := share(len(ids), r.cfg.Group.Rank(), r.cfg.Group.World())
+	return ids[lo:hi], lo
+}
+
+// allReduce sums ts across the ranks in place (nothing in one process).
+func (r *Run) allReduce(ts ...*cuda.Tensor) error {
+	if !r.distributed() || len(ts) == 0 {
+		return nil
+	}
+	if err := r.cfg.Group.AllReduceSum(ts...); err != nil {
+		return fmt.Errorf("fl: rank %d of %d: %w", r.cfg.Group.Rank(), r.cfg.Group.World(), err)
+	}
+	return nil
+}
+
+// allReduceFloats sums vs across the ranks (in float64 on the group's device).
+func (r *Run) allReduceFloats(vs ...*float64) error {
+	if !r.distributed() {
+		return nil
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	host := make([]float64, len(vs))
+	for i, v := range vs {
+		host[i] = *v
+	}
+	t := cuda.FromSlice(s, r.cfg.Group.Device(), host)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := r.allReduce(t); err != nil {
+		return err
+	}
+	out, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	for i, v := range vs {
+		*v = out[i]
+	}
+	return nil
+}
+
+// gatherRows returns, on every rank, the [K, ...] rows of all the round's K clients of
+// the stacked parameters local ([k_r, ...], this rank's clients, at offset lo): each rank
+// writes its rows into zeros and the buffers are all-reduced, exact since the other
+// ranks add zeros.
+func (r *Run) gatherRows(s *cuda.Scope, local []*cuda.Tensor, k, lo int) ([]*cuda.Tensor, error) {
+	out := make([]*cuda.Tensor, len(local))
+	for i, t := range local {
+		shape := append([]int64{int64(k)}, t.Shape()[1:]...)
+		out[i] = s.Zeros(t.DType(), t.Device(), shape...)
+		s.CopyFrom(s.Narrow(out[i], 0, int64(lo), t.Size(0)), t)
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return out, r.allReduce(out...)
+}
+
+func isMean(a Aggregator) bool {
+	_, ok := a.(MeanAggregator)
+	return ok
+}
+
+func isSharded(g Generative) bool {
+	_, ok := g.(ShardedLearner)
+	return ok
+}
+
+// gatherEval gives every rank the results of all's clients in res, each rank having
+// evaluated its clients mine: one all-reduce of the per-client fields, zero for the
+// clients a rank did not evaluate (exact, as gatherRows). Nothing in one process.
+func (r *Run) gatherEval(res *EvalResult, mine, all []int) error {
+	if !r.distributed() {
+		return nil
+	}
+	n := len(res.Count)
+	v := make([]float64, 4*n)
+	for _, c := range mine {
+		v[c], v[n+c], v[2*n+c], v[3*n+c] = float64(res.Correct[c]), float64(res.Count[c]), res.Accuracy[c], res.Loss[c]
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	t := cuda.FromSlice(s, r.cfg.Group.Device(), v)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := r.allReduce(t); err != nil {
+		return err
+	}
+	sum, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	for _, c := range all {
+		res.Correct[c], res.Count[c], res.Accuracy[c], res.Loss[c] = int(sum[c]), int(sum[n+c]), sum[2*n+c], sum[3*n+c]
+	}
+	return nil
+}
