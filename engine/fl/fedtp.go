@@ -188,7 +188,7 @@ func (f *FedTP) LearnApply(s *cuda.Scope, sum []*cuda.Tensor) {
 	if s.Err() == nil {
 		f.net.Step(s, sum)
 	}
-	for _, t := range g {
+	for _, t := range sum {
 		t.Close() // hidden × the generated parameters each: free them now, not at the round's end
 	}
 }
