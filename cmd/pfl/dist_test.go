@@ -360,3 +360,55 @@ func TestAcrossProcessesStopTogether(t *testing.T) {
 		t.Fatalf("rank 0 saved no checkpoint of round %d:\n%s", round, text)
 	}
 }
+
+// TestSuiteAcrossProcessesMatchesOneProcess runs a two-member suite (FedAvg, then FedTP,
+// whose hypernetwork is the second member's own) in one process and on 2 ranks: every
+// rank runs the members in order, each split across the ranks as a single run, and rank 0
+// writes each member's directory and the suite's table. Each member's metrics must match
+// the one-process suite's within the tolerances of TestAcrossProcessesMatchesOneProcess;
+// a resume of the finished suite on 2 ranks must find nothing to train and rewrite the
+// same table.
+func TestSuiteAcrossProcessesMatchesOneProcess(t *testing.T) {
+	out := t.TempDir()
+	cfg := writeDistConfig(t, out)
+	suite := "suite=[fedavg, fedtp]"
+	run := func(name string, n int, extra ...string) {
+		args := []string{"train", "-c", cfg, "--set", "out=" + out, "--set", suite, "--set", "name=" + name}
+		args = append(args, extra...)
+		if n > 1 {
+			args = append([]string{"launch", "-n", strconv.Itoa(n), "--"}, args...)
+		}
+		if r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, args...); r.code != 0 {
+			t.Fatalf("pfl %v: exit %d\n%s", args, r.code, r.output)
+		}
+	}
+	run("one", 1)
+	run("two", 2)
+	for _, member := range []string{"fedavg", "fedtp"} {
+		sameMetrics(t, member+" in a suite on 2 ranks",
+			readMetrics(t, filepath.Join(out, "two", member)), readMetrics(t, filepath.Join(out, "one", member)))
+	}
+	table, err := os.ReadFile(filepath.Join(out, "two", "results.md"))
+	if err != nil || !strings.Contains(string(table), "| fedavg |") || !strings.Contains(string(table), "| fedtp |") {
+		t.Fatalf("rank 0's suite table: %v\n%s", err, table)
+	}
+	if r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "--resume", filepath.Join(out, "two")); r.code != 0 {
+		t.Fatalf("resume of the finished suite on 2 ranks: exit %d\n%s", r.code, r.output)
+	}
+	again, err := os.ReadFile(filepath.Join(out, "two", "results.md"))
+	if err != nil || string(withoutWall(again)) != string(withoutWall(table)) {
+		t.Fatalf("the resumed suite's table changed: %v\n%s\nwas\n%s", err, again, table)
+	}
+}
+
+// withoutWall drops the wall-time column of a results.md table (a resume's own time).
+func withoutWall(b []byte) []byte {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, "|"); len(f) == 8 { // | algorithm | … | wall s |
+			l = strings.Join(f[:6], "|")
+		}
+		out = append(out, l)
+	}
+	return []byte(strings.Join(out, "\n"))
+}

@@ -83,9 +83,6 @@ func joinGroup(ctx context.Context, cfg experiment.Config) (context.Context, fun
 	if err != nil || env == nil {
 		return ctx, func() {}, err
 	}
-	if len(cfg.Suite) > 0 {
-		return nil, nil, fmt.Errorf("a suite runs its members one after another in one process; run a member's config under WORLD_SIZE=%d instead", env.World)
-	}
 	if cfg.IsGrid() {
 		return nil, nil, fmt.Errorf("seeds and sweep run their runs one after another in one process; run one run's config under WORLD_SIZE=%d instead", env.World)
 	}
@@ -118,11 +115,15 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a suite: edit %s instead", filepath.Join(dir, "config.json"))
 		}
-		if env, err := dist.FromEnv(); err != nil {
+		cfg, err := experiment.LoadRunConfig(dir)
+		if err != nil {
 			return err
-		} else if env != nil {
-			return fmt.Errorf("a suite resumes in one process: unset WORLD_SIZE (it is %d)", env.World)
 		}
+		ctx, leave, err := joinGroup(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer leave()
 		sr, err := experiment.ResumeSuite(ctx, dir, observer(out))
 		if err != nil {
 			return err
@@ -186,6 +187,10 @@ func interruptible(out io.Writer) (context.Context, func()) {
 }
 
 func printSuite(out io.Writer, sr *experiment.SuiteResult) {
+	if sr.Table == "" { // a rank other than 0 of a suite across processes
+		fmt.Fprintf(out, "\n%d members done; rank 0 writes %s\n", len(sr.Runs), sr.Dir)
+		return
+	}
 	fmt.Fprintf(out, "\n%s\nresults: %s\nplot: %s\n", sr.Table,
 		filepath.Join(sr.Dir, "results.md"), filepath.Join(sr.Dir, "accuracy.png"))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"pfl/engine/dist"
 	"slices"
 	"strings"
 
@@ -38,6 +39,11 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 		return nil, err
 	}
 	dir := filepath.Join(cfg.Out, cfg.Name)
+	if !dist.Writes(dist.FromContext(ctx)) {
+		// another rank of a suite across processes: the same members in the same order, in
+		// step with rank 0, which checks, locks and writes the suite's directory
+		return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts.Observer)
+	}
 	unlock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -117,6 +123,8 @@ func suiteMembers(cfg Config) ([]Config, error) {
 }
 
 // runMembers runs (or, resuming, continues) each member, then writes the suite's outputs.
+// Across processes every rank runs every member, each member's rounds split across the
+// ranks as a single run's; only rank 0 writes.
 func runMembers(ctx context.Context, dir string, members []Config, suiteTable string, resume bool, obs Observer) (*SuiteResult, error) {
 	if obs == nil {
 		obs = quiet{}
@@ -142,6 +150,9 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		}
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
+	}
+	if !dist.Writes(dist.FromContext(ctx)) {
+		return res, nil // rank 0 writes the suite's tables and plots
 	}
 	res.Table = table(res.Runs) + novelTable(res.Runs, members[0].Novel.ConvergeWithin)
 	if suiteTable == "sensitivity" {
