@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -134,12 +133,8 @@ func notAGrid(dir, command string) error {
 // resolve it, so that each point resolves with its own values (a swept train.lr is
 // followed by the keys that follow it).
 func loadGridConfig(dir string) (Config, error) {
-	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	b, path, err := readConfigFile(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Config{}, fmt.Errorf("%s is not a pfl run directory (it has no config.json)", dir)
-		}
 		return Config{}, err
 	}
 	cfg := DefaultConfig()
@@ -148,12 +143,7 @@ func loadGridConfig(dir string) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return Config{}, err
-	}
-	cfg.Out, cfg.Name = filepath.Dir(abs), filepath.Base(abs)
-	return cfg, nil
+	return placeAt(cfg, dir)
 }
 
 // CheckGrid makes every run of a config with seeds or a sweep and validates it, as RunGrid

@@ -73,18 +73,29 @@ func writeJSON(path string, v any) error {
 // the file lacks take their defaults (they were added to pfl after the run started); an
 // unknown key is an error naming it.
 func LoadRunConfig(dir string) (Config, error) {
-	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	b, path, err := readConfigFile(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Config{}, fmt.Errorf("%s is not a pfl run directory (it has no config.json)", dir)
-		}
 		return Config{}, err
 	}
 	cfg, err := decodeConfigJSON(b)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	return placeAt(cfg, dir)
+}
+
+// readConfigFile reads dir/config.json, naming dir when it is not a run directory.
+func readConfigFile(dir string) ([]byte, string, error) {
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil && errors.Is(err, os.ErrNotExist) {
+		return nil, path, fmt.Errorf("%s is not a pfl run directory (it has no config.json)", dir)
+	}
+	return b, path, err
+}
+
+// placeAt sets cfg's Out and Name to where dir lies now, whatever config.json says.
+func placeAt(cfg Config, dir string) (Config, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Config{}, err

@@ -252,19 +252,9 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	}
 	p.fitted = nil // an evaluation's classifiers are done with once training goes on
 	k, bs := int(z.Size(0)), int(z.Size(1))
-	if pass == nil || len(pass.Gens) != k {
-		s.Fail(fmt.Errorf("fl: pfedgp: the step needs one random stream per client (Pass.Gens) for its %d clients", k))
+	seeds := clientSeeds(s, pass, z, "pfedgp")
+	if seeds == nil {
 		return nil
-	}
-	// each client's host seed, from its own stream
-	seeds := make([]uint64, k)
-	for r := 0; r < k; r++ {
-		v, err := s.RandInt(pass.Gens[r], 0, 1<<62, z.Device(), 1).Int64s()
-		if err != nil {
-			s.Fail(err)
-			return nil
-		}
-		seeds[r] = uint64(v[0])
 	}
 	feat, labels, pos, err := hostRows(z, b.Y, b.Mask)
 	if err != nil {
@@ -380,4 +370,26 @@ func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 		return nil
 	}
 	return s.To(cuda.FromSlice(s, z.Device(), out, int64(k), int64(b), int64(p.classes)), z.DType())
+}
+
+// clientSeeds draws each of the step's K clients (z [K, ...]) a host seed from its own
+// random stream (Pass.Gens), so that the host-side sampling of every client derives from
+// (seed, purpose, round, client) as the rest of the step; nil (and s failed) without
+// one stream per client.
+func clientSeeds(s *cuda.Scope, pass *model.Pass, z *cuda.Tensor, name string) []uint64 {
+	k := int(z.Size(0))
+	if pass == nil || len(pass.Gens) != k {
+		s.Fail(fmt.Errorf("fl: %s: the step needs one random stream per client (Pass.Gens) for its %d clients", name, k))
+		return nil
+	}
+	seeds := make([]uint64, k)
+	for r := 0; r < k; r++ {
+		v, err := s.RandInt(pass.Gens[r], 0, 1<<62, z.Device(), 1).Int64s()
+		if err != nil {
+			s.Fail(err)
+			return nil
+		}
+		seeds[r] = uint64(v[0])
+	}
+	return seeds
 }

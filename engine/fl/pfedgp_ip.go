@@ -171,18 +171,9 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 	}
 	p.fitted = nil
 	k, bs := int(z.Size(0)), int(z.Size(1))
-	if pass == nil || len(pass.Gens) != k {
-		s.Fail(fmt.Errorf("fl: pfedgp-ip: the step needs one random stream per client (Pass.Gens) for its %d clients", k))
+	seeds := clientSeeds(s, pass, z, "pfedgp-ip")
+	if seeds == nil {
 		return nil
-	}
-	seeds := make([]uint64, k)
-	for r := 0; r < k; r++ {
-		v, err := s.RandInt(pass.Gens[r], 0, 1<<62, z.Device(), 1).Int64s()
-		if err != nil {
-			s.Fail(err)
-			return nil
-		}
-		seeds[r] = uint64(v[0])
 	}
 	feat, labels, pos, err := hostRows(z, b.Y, b.Mask)
 	if err != nil {

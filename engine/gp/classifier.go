@@ -110,6 +110,20 @@ type fitted struct {
 	wLeft, wRight float64 // the prior-ratio correction (Balanced); 0, 0: none
 }
 
+// fitNode fits an inner node's binary GP: the kernel of the samples under it (gram's rows
+// and columns idx, with jitter), their branch labels, and the posterior over the Gibbs
+// draws of their Pólya-Gamma variables.
+func fitNode(gram *mat.Dense, n *Node, y []int, cfg Config, r *rand.Rand) ([]int, []bool, *Posterior, error) {
+	idx, left := members(n, y)
+	k := sub(gram, idx, cfg.Kernel.Jitter)
+	omega, err := Gibbs(k, left, cfg.Draws, cfg.Steps, r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	post, err := NewPosterior(k, left, omega)
+	return idx, left, post, err
+}
+
 // Fit builds the tree of a client's training samples (features feat, labels y) and samples
 // every inner node's GP posterior, drawing from r.
 func Fit(cfg Config, h Hermite, feat [][]float64, y []int, r *rand.Rand) (*Classifier, error) {
@@ -122,13 +136,7 @@ func Fit(cfg Config, h Hermite, feat [][]float64, y []int, r *rand.Rand) (*Class
 	c := &Classifier{cfg: cfg, h: h, tree: Tree(feat, y, cfg.Restarts, r), x: Normalize(feat)}
 	gram := cfg.Kernel.Cross(c.x, c.x)
 	for _, n := range c.tree.Inner() {
-		idx, left := members(n, y)
-		k := sub(gram, idx, cfg.Kernel.Jitter)
-		omega, err := Gibbs(k, left, cfg.Draws, cfg.Steps, r)
-		if err != nil {
-			return nil, err
-		}
-		post, err := NewPosterior(k, left, omega)
+		idx, _, post, err := fitNode(gram, n, y, cfg, r)
 		if err != nil {
 			return nil, err
 		}
@@ -415,13 +423,7 @@ func FitInducing(cfg Config, h Hermite, feat [][]float64, y []int, ind [][]float
 		if err != nil {
 			return nil, err
 		}
-		idx, left := members(n, ally)
-		k := sub(gram, idx, cfg.Kernel.Jitter)
-		omega, err := Gibbs(k, left, cfg.Draws, cfg.Steps, r)
-		if err != nil {
-			return nil, err
-		}
-		post, err := NewPosterior(k, left, omega)
+		idx, left, post, err := fitNode(gram, n, ally, cfg, r)
 		if err != nil {
 			return nil, err
 		}
