@@ -304,6 +304,15 @@ func (p *PFedGP) Condition(s *cuda.Scope, _ model.Model, ids []int, train Embedd
 		return err
 	}
 	cfg := p.gpConfig(true)
+	p.fitted, err = fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
+		return gp.Fit(cfg, p.h, feat[r], labels[r], rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp/eval", Round: -1, Client: ids[r]}))
+	})
+	return err
+}
+
+// fitClients fits one GP classifier per client of the rows ids (fit(r) fits row r's), in
+// parallel (gp.ForEach); rows of the same client (a chunk's padding) share the first one's.
+func fitClients(ids []int, feat [][][]float64, fit func(r int) (*gp.Classifier, error)) ([]*gp.Classifier, error) {
 	first := map[int]int{}
 	var rows []int
 	for r, c := range ids {
@@ -312,26 +321,26 @@ func (p *PFedGP) Condition(s *cuda.Scope, _ model.Model, ids []int, train Embedd
 			rows = append(rows, r)
 		}
 	}
-	p.fitted = make([]*gp.Classifier, len(ids))
-	err = gp.ForEach(len(rows), func(i int) error {
+	out := make([]*gp.Classifier, len(ids))
+	err := gp.ForEach(len(rows), func(i int) error {
 		r := rows[i]
 		if len(feat[r]) == 0 {
 			return fmt.Errorf("client %d has no training sample", ids[r])
 		}
-		clf, err := gp.Fit(cfg, p.h, feat[r], labels[r], rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp/eval", Round: -1, Client: ids[r]}))
+		clf, err := fit(r)
 		if err != nil {
 			return fmt.Errorf("client %d: %w", ids[r], err)
 		}
-		p.fitted[r] = clf
+		out[r] = clf
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for r, c := range ids {
-		p.fitted[r] = p.fitted[first[c]]
+		out[r] = out[first[c]]
 	}
-	return nil
+	return out, nil
 }
 
 // Predict is each row's GP prediction on x [K, B, ...] (Predictor): log(P(c | x) + 1e-12)

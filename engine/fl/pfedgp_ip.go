@@ -261,39 +261,15 @@ func (p *PFedGPIP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embe
 		return err
 	}
 	cfg := p.gpConfig(true)
-	first := map[int]int{}
-	var rows []int
-	for r, c := range ids {
-		if _, ok := first[c]; !ok {
-			first[c] = r
-			rows = append(rows, r)
-		}
-	}
-	p.fitted = make([]*gp.Classifier, len(ids))
-	err = gp.ForEach(len(rows), func(i int) error {
-		r := rows[i]
-		if len(feat[r]) == 0 {
-			return fmt.Errorf("client %d has no training sample", ids[r])
-		}
+	p.fitted, err = fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
 		idx, indY := inducingRows(labels[r], p.Inducing)
 		ind := make([][]float64, len(idx))
 		for j, row := range idx {
 			ind[j] = hp[r][row]
 		}
-		clf, err := gp.FitInducing(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp-ip/eval", Round: -1, Client: ids[r]}))
-		if err != nil {
-			return fmt.Errorf("client %d: %w", ids[r], err)
-		}
-		p.fitted[r] = clf
-		return nil
+		return gp.FitInducing(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp-ip/eval", Round: -1, Client: ids[r]}))
 	})
-	if err != nil {
-		return err
-	}
-	for r, c := range ids {
-		p.fitted[r] = p.fitted[first[c]]
-	}
-	return nil
+	return err
 }
 
 var (
