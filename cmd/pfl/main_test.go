@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"report"}, 2, "usage: pfl report"},
 		{[]string{"report", tmp + "/demo-fmnist"}, 0, "demo-fmnist/fedtp/report.html"},
 		{[]string{"report", tmp + "/quickstart-fmnist"}, 0, "quickstart-fmnist/report.html"},
+		{[]string{"report", tmp + "/quickstart-fmnist"}, 0, "neither attention nor focal modulation"}, // a ConvNet: no maps, said
+		{[]string{"report", "-maps=false", tmp + "/quickstart-fmnist"}, 0, "quickstart-fmnist/report.html"},
 		{[]string{"report", tmp + "/none"}, 1, "config.json"},
 	}
 	for _, c := range cases {
@@ -102,5 +105,37 @@ func TestREADMEListsTheRegistry(t *testing.T) {
 	}
 	if want := algorithmTable(); table != want {
 		t.Fatalf("README's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
+	}
+}
+
+// TestReportDrawsMissingMaps: pfl report of a ViT run without maps draws them first (the
+// page then shows them); with -maps=false it leaves the run without.
+func TestReportDrawsMissingMaps(t *testing.T) {
+	tmp := t.TempDir()
+	train := func(name string) string {
+		var out, errOut bytes.Buffer
+		args := []string{"train", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1",
+			"--set", "train.participation=0.5", "--set", "suite=[]", "--set", "data.partition=iid", "--set", "algorithm.name=fedavg", "--set", "model.preset=tiny-vit",
+			"--set", "model.depth=1", "--set", "model.patch=8", "--set", "model.dim=16", "--set", "model.heads=2", "--set", "model.head_dim=8",
+			"--set", "model.mlp=16", "--set", "out=" + tmp, "--set", "name=" + name}
+		if code := run(args, &out, &errOut); code != 0 {
+			t.Fatalf("pfl %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+		}
+		return filepath.Join(tmp, name)
+	}
+	for _, c := range []struct {
+		flags []string
+		maps  bool
+	}{{nil, true}, {[]string{"-maps=false"}, false}} {
+		dir := train(fmt.Sprintf("maps-%v", c.maps))
+		var out, errOut bytes.Buffer
+		if code := run(append(append([]string{"report"}, c.flags...), dir), &out, &errOut); code != 0 {
+			t.Fatalf("pfl report %v: exit %d\n%s%s", c.flags, code, out.String(), errOut.String())
+		}
+		_, err := os.Stat(filepath.Join(dir, "maps", "maps.json"))
+		page, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+		if (err == nil) != c.maps || strings.Contains(string(page), "rollout") != c.maps {
+			t.Errorf("pfl report %v: maps.json %v, page mentions rollout %v; want maps %v", c.flags, err, strings.Contains(string(page), "rollout"), c.maps)
+		}
 	}
 }

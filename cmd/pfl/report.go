@@ -3,19 +3,62 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"pfl/engine/experiment"
 )
 
-// reportCmd writes a run's or suite's self-contained HTML report.
+// reportCmd writes a run's, suite's or grid's self-contained HTML report. Unless -maps=false
+// it first draws the attention rollout and focal modulation maps (`pfl maps` with its
+// defaults) where there are none: of the run or suite itself, or, for a grid, of the first
+// seed of every member at its first sweep point. A model without maps, or maps that cannot
+// be drawn, leave the report without them and say why.
 func reportCmd(args []string, out io.Writer) error {
 	fs := newFlags("report", out)
-	if err := parseArgs(fs, args, 1, 1, "pfl report <run or suite dir>"); err != nil {
+	maps := fs.Bool("maps", true, "draw maps first where the runs have none")
+	if err := parseArgs(fs, args, 1, 1, "pfl report [-maps=false] <run, suite or grid dir>"); err != nil {
 		return err
 	}
-	pages, err := experiment.Report(fs.Arg(0))
+	dir := fs.Arg(0)
+	if *maps {
+		drawMissingMaps(dir, out)
+	}
+	pages, err := experiment.Report(dir)
 	for _, p := range pages {
 		fmt.Fprintf(out, "wrote %s\n", p)
 	}
 	return err
+}
+
+// drawMissingMaps draws the maps the report shows where they are missing; a failure is
+// reported and the report goes on without them.
+func drawMissingMaps(dir string, out io.Writer) {
+	dirs := []string{dir}
+	if experiment.IsGrid(dir) {
+		first, err := experiment.FirstRuns(dir)
+		if err != nil {
+			fmt.Fprintf(out, "maps: %v\n", err)
+			return
+		}
+		dirs = first
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "maps", "maps.json")); err == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "config.json")); err != nil {
+			continue // not a run (yet): the report says what it can
+		}
+		info, err := experiment.Maps(d, experiment.MapOptions{})
+		if err != nil {
+			fmt.Fprintf(out, "maps of %s: %v (the report has none)\n", d, err)
+			continue
+		}
+		for _, m := range info.Members {
+			if m.Skipped != "" {
+				fmt.Fprintf(out, "maps of %s: %s: none (%s)\n", d, m.Name, m.Skipped)
+			}
+		}
+	}
 }

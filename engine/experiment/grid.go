@@ -115,6 +115,27 @@ func IsGrid(dir string) bool {
 	return err == nil && cfg.IsGrid()
 }
 
+// FirstRuns are the directories of the grid in dir that stand for it in maps: the first
+// seed of every member at the first sweep point (`pfl report` draws their maps when the
+// grid has none).
+func FirstRuns(dir string) ([]string, error) {
+	cfg, err := loadGridConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGrid(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	var out []string
+	for _, l := range g.leaves {
+		if l.point == 0 && l.seed == 0 {
+			out = append(out, l.dir())
+		}
+	}
+	return out, nil
+}
+
 // notAGrid refuses the directory of a grid for a command that reads one run (or suite),
 // naming a run of the grid to give it instead.
 func notAGrid(dir, command string) error {
