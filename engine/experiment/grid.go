@@ -95,6 +95,15 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 // back), runs with a checkpoint resume from it, runs never started start; the tables and
 // plots are written at the end.
 func ResumeGrid(ctx context.Context, dir string, obs Observer) (*GridResult, error) {
+	g, err := openGrid(dir)
+	if err != nil {
+		return nil, err
+	}
+	return g.run(ctx, true, obs)
+}
+
+// openGrid reads the grid in dir (its config.json as written) and lays out its runs.
+func openGrid(dir string) (*grid, error) {
 	cfg, err := loadGridConfig(dir)
 	if err != nil {
 		return nil, err
@@ -106,7 +115,7 @@ func ResumeGrid(ctx context.Context, dir string, obs Observer) (*GridResult, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
-	return g.run(ctx, true, obs)
+	return g, nil
 }
 
 // IsGrid reports whether the directory dir holds a grid (seeds or a sweep).
@@ -119,13 +128,9 @@ func IsGrid(dir string) bool {
 // seed of every member at the first sweep point (`pfl report` draws their maps when the
 // grid has none).
 func FirstRuns(dir string) ([]string, error) {
-	cfg, err := loadGridConfig(dir)
+	g, err := openGrid(dir)
 	if err != nil {
 		return nil, err
-	}
-	g, err := newGrid(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
 	var out []string
 	for _, l := range g.leaves {

@@ -12,14 +12,11 @@ import (
 // page, the sweep plots, each point's curves and partition, and the maps of every run
 // that has them (pfl maps <run dir>).
 func gridReport(dir string) ([]string, error) {
-	cfg, err := loadGridConfig(dir)
+	g, err := openGrid(dir)
 	if err != nil {
 		return nil, err
 	}
-	g, err := newGrid(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
-	}
+	cfg := g.cfg
 	kind := "grid of seeds"
 	if len(cfg.Sweep) > 0 {
 		kind = "sweep"

@@ -47,35 +47,11 @@ func TestPFedGPIPLossMatchesHost(t *testing.T) {
 	defer m.Close()
 	s := cuda.NewScope()
 	defer s.Close()
-	const b = 10
-	x := s.Randn(g, cuda.Float64, cuda.CPU, 2, b, 1, 16, 16)
-	y := cuda.FromSlice(s, cuda.CPU, []int64{0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 1, 1, 3, 3, 1, 3, 1, 3, 0, 0}, 2, b)
-	mask := make([]float32, 2*b)
-	for i := range mask {
-		mask[i] = 1
-	}
-	mask[b+8], mask[b+9] = 0, 0 // client 1 has 8 real samples (classes 1 and 3)
-	mk := cuda.FromSlice(s, cuda.CPU, mask, 2, b)
-	gens := func() []*cuda.Generator {
-		var out []*cuda.Generator
-		for c := range 2 {
-			gc, _ := cuda.NewGenerator(uint64(100+c), cuda.CPU)
-			t.Cleanup(func() { gc.Close() })
-			out = append(out, gc)
-		}
-		return out
-	}
-	batch := Batch{X: x, Y: y, Mask: mk, Clients: []int{0, 1}, Rows: cuda.FromSlice(s, cuda.CPU, []int64{0, 1})}
-	loss := p.Loss(s, m, batch, &model.Pass{Train: true, Gens: gens(), Mask: mk})
-	var params []*cuda.Tensor
-	for _, q := range m.Params().List {
-		params = append(params, q.T)
-	}
-	got := s.Grad([]*cuda.Tensor{s.Sum(loss, false)}, nil, params, cuda.GradOptions{AllowUnused: true})
-	lv, err := loss.Float64s()
-	if err != nil || s.Err() != nil {
-		t.Fatal(err, s.Err())
-	}
+	const b = gpStepBatch
+	step := newGPStep(t, s, g)
+	x, y, mk, gens := step.x, step.y, step.mask, step.gens
+	loss := p.Loss(s, m, step.batch, &model.Pass{Train: true, Gens: gens(), Mask: mk})
+	params, got, lv := lossGrads(t, s, m, loss)
 
 	// the host's side
 	e := int(p.EmbedDim)

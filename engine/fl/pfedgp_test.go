@@ -42,35 +42,11 @@ func TestPFedGPLossMatchesHost(t *testing.T) {
 			defer m.Close()
 			s := cuda.NewScope()
 			defer s.Close()
-			const b = 10
-			x := s.Randn(g, cuda.Float64, cuda.CPU, 2, b, 1, 16, 16)
-			y := cuda.FromSlice(s, cuda.CPU, []int64{0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 1, 1, 3, 3, 1, 3, 1, 3, 0, 0}, 2, b)
-			mask := make([]float32, 2*b)
-			for i := range mask {
-				mask[i] = 1
-			}
-			mask[b+8], mask[b+9] = 0, 0 // client 1 has 8 real samples
-			mk := cuda.FromSlice(s, cuda.CPU, mask, 2, b)
-			gens := func() []*cuda.Generator {
-				var out []*cuda.Generator
-				for c := range 2 {
-					gc, _ := cuda.NewGenerator(uint64(100+c), cuda.CPU)
-					t.Cleanup(func() { gc.Close() })
-					out = append(out, gc)
-				}
-				return out
-			}
-			batch := Batch{X: x, Y: y, Mask: mk, Clients: []int{0, 1}, Rows: cuda.FromSlice(s, cuda.CPU, []int64{0, 1})}
-			loss := p.Loss(s, m, batch, &model.Pass{Train: true, Gens: gens(), Mask: mk})
-			var params []*cuda.Tensor
-			for _, q := range m.Params().List {
-				params = append(params, q.T)
-			}
-			got := s.Grad([]*cuda.Tensor{s.Sum(loss, false)}, nil, params, cuda.GradOptions{AllowUnused: true})
-			lv, err := loss.Float64s()
-			if err != nil || s.Err() != nil {
-				t.Fatal(err, s.Err())
-			}
+			const b = gpStepBatch
+			step := newGPStep(t, s, g)
+			x, y, mk, gens := step.x, step.y, step.mask, step.gens
+			loss := p.Loss(s, m, step.batch, &model.Pass{Train: true, Gens: gens(), Mask: mk})
+			params, got, lv := lossGrads(t, s, m, loss)
 
 			// the host's side
 			z := m.Forward(s, x, &model.Pass{Train: true, Mask: mk})
@@ -249,4 +225,56 @@ func TestPFedGPBeatsChanceOnFashionMNIST(t *testing.T) {
 	if floor := res.Blind + z*stdErr(res.Blind, res.n()); !(res.Micro > floor) {
 		t.Errorf("accuracy %.3f, not clearly above the blind %.3f (floor %.3f)", res.Micro, res.Blind, floor)
 	}
+}
+
+// gpStepBatch is the batch size of newGPStep's clients.
+const gpStepBatch = 10
+
+// gpStep is the step the GP loss tests check against the host: 2 clients × gpStepBatch
+// float64 16×16 grey images with labels of 4 classes, client 1 with 8 real samples
+// (classes 1 and 3), and gens, which returns fresh per-client streams seeded alike on
+// every call (the device's draws and the host's check must see the same numbers).
+type gpStep struct {
+	x, y, mask *cuda.Tensor
+	batch      Batch
+	gens       func() []*cuda.Generator
+}
+
+func newGPStep(t *testing.T, s *cuda.Scope, g *cuda.Generator) gpStep {
+	t.Helper()
+	const b = gpStepBatch
+	x := s.Randn(g, cuda.Float64, cuda.CPU, 2, b, 1, 16, 16)
+	y := cuda.FromSlice(s, cuda.CPU, []int64{0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 1, 1, 3, 3, 1, 3, 1, 3, 0, 0}, 2, b)
+	mask := make([]float32, 2*b)
+	for i := range mask {
+		mask[i] = 1
+	}
+	mask[b+8], mask[b+9] = 0, 0 // client 1 has 8 real samples (classes 1 and 3)
+	mk := cuda.FromSlice(s, cuda.CPU, mask, 2, b)
+	gens := func() []*cuda.Generator {
+		var out []*cuda.Generator
+		for c := range 2 {
+			gc, _ := cuda.NewGenerator(uint64(100+c), cuda.CPU)
+			t.Cleanup(func() { gc.Close() })
+			out = append(out, gc)
+		}
+		return out
+	}
+	return gpStep{x: x, y: y, mask: mk, gens: gens,
+		batch: Batch{X: x, Y: y, Mask: mk, Clients: []int{0, 1}, Rows: cuda.FromSlice(s, cuda.CPU, []int64{0, 1})}}
+}
+
+// lossGrads returns m's parameters, the gradients of the clients' summed loss with
+// respect to them (nil where unused), and each client's loss.
+func lossGrads(t *testing.T, s *cuda.Scope, m model.Model, loss *cuda.Tensor) (params, grads []*cuda.Tensor, losses []float64) {
+	t.Helper()
+	for _, q := range m.Params().List {
+		params = append(params, q.T)
+	}
+	grads = s.Grad([]*cuda.Tensor{s.Sum(loss, false)}, nil, params, cuda.GradOptions{AllowUnused: true})
+	losses, err := loss.Float64s()
+	if err != nil || s.Err() != nil {
+		t.Fatal(err, s.Err())
+	}
+	return params, grads, losses
 }
