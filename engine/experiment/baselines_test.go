@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 // it: Ditto's two copies and every client's stored personal copy.
 func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
 	cfg := DefaultConfig().Resolved()
+	cfg.Train.Workers = 1 // one stack; client groups are checked below
 	build, err := builder(cfg, 10, 1, 28, 28, cudaCPU)
 	if err != nil {
 		t.Fatal(err)
@@ -123,5 +125,15 @@ func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
 	k := cfg.Train.Participation * float64(cfg.Data.Clients)
 	if want := avg*2 + avg/(1+4*k)*float64(cfg.Data.Clients); ditto != want {
 		t.Fatalf("ditto's floor %g bytes, want %g (fedavg's %g)", ditto, want, avg)
+	}
+	// two client groups: the groups hold K more rows and one more evaluation chunk of K:
+	// P·(1 + 3K + K + K + K)
+	cfg.Algorithm.Name, cfg.Train.Workers = "fedavg", 2
+	two, err := memoryFloor(cfg, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := avg * (1 + 6*k) / (1 + 4*k); math.Abs(two-want) > 1e-9*want {
+		t.Fatalf("two workers' floor %g bytes, want %g (one stack's %g)", two, want, avg)
 	}
 }

@@ -353,6 +353,15 @@ type TrainConfig struct {
 	// 5); default 200 (the paper's).
 	TailRounds int  `mapstructure:"tail_rounds" json:"tail_rounds"`
 	Sequential bool `mapstructure:"sequential" json:"sequential"` // train sampled clients one at a time (reference path)
+	// Workers is how many groups of a round's clients train at once on the CPU, each a
+	// stacked model on its own thread with one intra-op thread (and evaluation chunks
+	// likewise): a second intra-op thread gains little on these models, a second group
+	// nearly doubles the speed. Default 0: one group per CPU the process may use (fewer
+	// when OMP_NUM_THREADS or a launch's processes share them); on CUDA 1, where one
+	// stacked model fills the device. Results do not depend on it for the ViTs and
+	// FocalNet (tested bit for bit); the ConvNet's grouped convolutions round by stack
+	// size, so its last digits do. Capped at the clients per round.
+	Workers int `mapstructure:"workers" json:"workers"`
 	// Precision is fp32 (float32 throughout), tf32 (float32, with CUDA matmuls in TF32;
 	// the same as fp32 on the CPU) or bf16 (the models' forward and backward under bf16
 	// autocast over float32 weights; optimizer, aggregation and the hypernetwork in

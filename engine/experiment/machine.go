@@ -24,12 +24,14 @@ type Machine struct {
 	Torch    string    `json:"torch,omitempty"`
 	Device   string    `json:"device"` // "cpu", or the CUDA device's name
 	CUDA     string    `json:"cuda,omitempty"`
+	Workers  int       `json:"workers,omitempty"` // client groups trained at once (train.workers, resolved)
+	Threads  int       `json:"threads,omitempty"` // libtorch's intra-op threads
 }
 
 // thisMachine describes the current process on device dev.
-func thisMachine(dev cuda.Device, resumed bool) Machine {
+func thisMachine(dev cuda.Device, resumed bool, workers int) Machine {
 	m := Machine{Started: time.Now().UTC().Truncate(time.Second), Resumed: resumed, OS: runtime.GOOS + "/" + runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Go: runtime.Version(), Device: dev.String()}
+		CPUs: runtime.NumCPU(), Go: runtime.Version(), Device: dev.String(), Workers: workers}
 	m.Host, _ = os.Hostname()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var modified bool
@@ -46,7 +48,7 @@ func thisMachine(dev cuda.Device, resumed bool) Machine {
 		}
 	}
 	if info, err := cuda.Capabilities(); err == nil {
-		m.Torch = info.TorchVersion
+		m.Torch, m.Threads = info.TorchVersion, info.NumThreads
 		if info.CUDAVersion > 0 {
 			m.CUDA = fmt.Sprintf("%d.%d", info.CUDAVersion/1000, info.CUDAVersion%1000/10)
 		}
@@ -59,8 +61,9 @@ func thisMachine(dev cuda.Device, resumed bool) Machine {
 	return m
 }
 
-// recordMachine appends this process to dir/machine.json (a fresh run starts the list).
-func recordMachine(dir string, dev cuda.Device, resumed bool) error {
+// recordMachine appends this process, training with workers client groups, to
+// dir/machine.json (a fresh run starts the list).
+func recordMachine(dir string, dev cuda.Device, resumed bool, workers int) error {
 	path := filepath.Join(dir, "machine.json")
 	var list []Machine
 	if resumed {
@@ -68,7 +71,7 @@ func recordMachine(dir string, dev cuda.Device, resumed bool) error {
 			json.Unmarshal(b, &list) // a damaged list starts again
 		}
 	}
-	return writeJSON(path, append(list, thisMachine(dev, resumed)))
+	return writeJSON(path, append(list, thisMachine(dev, resumed, workers)))
 }
 
 // readMachines reads dir/machine.json (nil when absent: runs from before it existed).

@@ -16,7 +16,8 @@ import (
 
 // memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
 // before any activation: float32 parameters for the global model, the K-client training
-// model and the evaluation chunk, plus the K clients' gradients and momentum buffers, plus
+// model and the evaluation chunk (and with client groups, the groups' models and chunks),
+// plus the K clients' gradients and momentum buffers, plus
 // every client's stored personal parameters, plus (FedTP, TransFed, pFedHN) the
 // hypernetwork's parameters and their momentum (full heads: about hidden × the generated
 // parameters of one client; low-rank heads far fewer). It builds the model with shapes only (nothing is
@@ -66,6 +67,12 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		k = clients
 	}
 	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
+	dev, _ := cuda.ParseDevice(cfg.Device)
+	if w := min(float64(workersFor(cfg.Train, dev)), k); w > 1 {
+		// client groups (train.workers): the groups' own models beside the round's stack,
+		// and one evaluation chunk each
+		floats += params * (k + (w-1)*chunk)
+	}
 	return 4 * floats, nil
 }
 

@@ -261,7 +261,11 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
 		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
-		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g}
+		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g, Workers: workersFor(t, dev)}
+	if err := useWorkers(fc.Workers); err != nil {
+		se.closeData()
+		return err
+	}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}
@@ -398,7 +402,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 	}
 	dev, _ := cuda.ParseDevice(cfg.Device)
-	if err := recordMachine(dir, dev, resume); err != nil {
+	if err := recordMachine(dir, dev, resume, run.Workers()); err != nil {
 		return nil, err
 	}
 	tb, err := openTB(dir, run.History, run.Novel())
@@ -407,6 +411,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	}
 	defer tb.Close()
 	obs.Log(memoryEstimate(se.floor, dev))
+	if !dev.IsCUDA() {
+		obs.Log(fmt.Sprintf("cpu: %d client group(s) trained at once, one per thread (train.workers)", run.Workers()))
+	}
 	start := time.Now()
 	samples := 0
 	first := len(run.History)

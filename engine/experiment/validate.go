@@ -326,6 +326,13 @@ func (c Config) validateTrain(k *checker) {
 	k.real("train.weight_decay", t.WeightDecay, 0, inf, "[]")
 	k.atLeast("train.eval_every", int64(t.EvalEvery), 0)
 	k.atLeast("train.eval_chunk", int64(t.EvalChunk), 0)
+	k.atLeast("train.workers", int64(t.Workers), 0)
+	if t.Workers > 1 && t.Sequential {
+		k.fail("train.workers", "%d, but train.sequential trains one client at a time; set one of them", t.Workers)
+	}
+	if dev, err := cuda.ParseDevice(c.Device); err == nil && dev.IsCUDA() && t.Workers > 1 {
+		k.fail("train.workers", "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", t.Workers, c.Device)
+	}
 	k.oneOf("train.eval_protocol", t.EvalProtocol, string(fl.EvalFedTP), string(fl.EvalFedPerfix))
 	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)
 	k.oneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")

@@ -30,6 +30,13 @@ type Config struct {
 	// instead of stacked: the reference the stacked path must equal, and the baseline for
 	// speed-ups.
 	Sequential bool
+	// Workers is the most client groups a round trains at once on the CPU (workers.go):
+	// the round's clients are split into up to Workers contiguous groups, each a stacked
+	// model trained on its own OS thread, and evaluation chunks are shared the same way.
+	// Models whose per-client arithmetic does not depend on the stack's size (the ViTs,
+	// FocalNet: tested bit for bit) give identical results for every value; 0 or 1: one
+	// stack. CPU only.
+	Workers int
 
 	Seed   uint64
 	Device cuda.Device
@@ -92,6 +99,12 @@ func (c Config) Validate(trainable int) error {
 		return fmt.Errorf("fl: autocast to %s; want bfloat16, float16 or off", c.Autocast)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("fl: eval every %d rounds", c.EvalEvery)
+	case c.Workers < 0:
+		return fmt.Errorf("fl: workers %d, want >= 0", c.Workers)
+	case c.Workers > 1 && c.Device.IsCUDA():
+		return fmt.Errorf("fl: %d workers: client groups on threads are for the CPU; on %s one stacked model keeps the device busy (workers 1)", c.Workers, c.Device)
+	case c.Workers > 1 && c.Sequential:
+		return fmt.Errorf("fl: %d workers with sequential training: sequential trains one client at a time (workers 1)", c.Workers)
 	}
 	return nil
 }

@@ -49,8 +49,8 @@ func (r *Run) evaluateInto(res *EvalResult, skip []int) error {
 	if r.distributed() {
 		return r.evaluateShared(res, clients)
 	}
-	return r.chunks(clients, func(ids []int, valid int) error {
-		e, err := r.evalChunk(ids)
+	return r.chunksParallel(clients, func(m model.Model, ids []int, valid int) error {
+		e, err := r.evalChunk(m, ids)
 		for i := 0; err == nil && i < valid; i++ {
 			res.set(ids[i], e, i)
 		}
@@ -66,13 +66,13 @@ func (r *Run) evaluateTrained(res *EvalResult, ids []int) error {
 	for i := range pos {
 		pos[i] = i
 	}
-	return r.chunks(pos, func(rows []int, valid int) error {
+	return r.chunksParallel(pos, func(m model.Model, rows []int, valid int) error {
 		s := cuda.NewScope()
 		defer s.Close()
 		s.SetGradEnabled(false)
 		idx := cuda.FromSlice(s, r.cfg.Device, ids64(rows))
 		trained := r.stacked.Params().List
-		for i, p := range r.evalM.Params().List {
+		for i, p := range m.Params().List {
 			s.CopyFrom(p.T, s.IndexSelect(trained[i].T, 0, idx))
 		}
 		s.SetGradEnabled(true)
@@ -80,7 +80,7 @@ func (r *Run) evaluateTrained(res *EvalResult, ids []int) error {
 		for i, p := range rows {
 			clients[i] = ids[p]
 		}
-		e, err := r.fineTuneAndEval(s, clients)
+		e, err := r.fineTuneAndEval(s, m, clients)
 		for i := 0; err == nil && i < valid; i++ {
 			res.set(clients[i], e, i)
 		}
@@ -131,28 +131,28 @@ func (res *EvalResult) summarize(clients []int) {
 }
 
 // evalChunk returns the number of correct predictions and the summed loss of each of the
-// chunk's clients.
-func (r *Run) evalChunk(ids []int) (evalCounts, error) {
+// chunk's clients on the evaluation model m (r.evalM, or a worker's).
+func (r *Run) evalChunk(m model.Model, ids []int) (evalCounts, error) {
 	s := cuda.NewScope()
 	defer s.Close()
-	r.load(s, r.evalM, ids)
+	r.load(s, m, ids)
 	if r.hooks.gen != nil {
 		s.SetGradEnabled(false)
-		r.loadGenerated(s, r.evalM, r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
+		r.loadGenerated(s, m, r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids))))
 		s.SetGradEnabled(true)
 	}
-	return r.fineTuneAndEval(s, ids)
+	return r.fineTuneAndEval(s, m, ids)
 }
 
-// fineTuneAndEval fine-tunes evalM's rows (FineTuner; the change is not kept: evalM's rows
-// are reloaded before their next use) and evaluates them.
-func (r *Run) fineTuneAndEval(s *cuda.Scope, ids []int) (evalCounts, error) {
+// fineTuneAndEval fine-tunes the evaluation model m's rows (FineTuner; the change is not
+// kept: m's rows are reloaded before their next use) and evaluates them.
+func (r *Run) fineTuneAndEval(s *cuda.Scope, m model.Model, ids []int) (evalCounts, error) {
 	if ft := r.hooks.fineTune; ft != nil {
-		if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, len(r.History), FineTunePhase, ft.FineTune(), nil); err != nil {
+		if _, _, err := r.trainPhase(s, m, ids, r.fed.Part.Train, len(r.History), FineTunePhase, ft.FineTune(), nil); err != nil {
 			return evalCounts{}, err
 		}
 	}
-	return r.evalModel(s, r.evalM, ids)
+	return r.evalModel(s, m, ids)
 }
 
 // evalModel evaluates m's rows as they are (row i is client ids[i]) on the clients' test
@@ -281,8 +281,8 @@ func (r *Run) evaluateShared(res *EvalResult, clients []int) error {
 	counts := make([]float64, 3*n) // correct, count, loss per client
 	lo, hi := share(len(clients), g.Rank(), g.World())
 	if mine := clients[lo:hi]; len(mine) > 0 {
-		err := r.chunks(mine, func(ids []int, valid int) error {
-			e, err := r.evalChunk(ids)
+		err := r.chunksParallel(mine, func(m model.Model, ids []int, valid int) error {
+			e, err := r.evalChunk(m, ids)
 			for i := 0; err == nil && i < valid; i++ {
 				c := ids[i]
 				counts[c], counts[n+c], counts[2*n+c] = e.correct[i], e.count[i], e.loss[i]

@@ -136,10 +136,10 @@ func TestFedTPResumesExactly(t *testing.T) {
 		t.Fatalf("state holds %d tensors", len(names))
 	}
 	for i := range want {
-		compare(t, names[i], got[i], want[i])
+		compare(t, "resumed", names[i], got[i], want[i])
 	}
 	for i, p := range whole.global.Params().List {
-		compare(t, p.Name, second.global.Params().List[i].T, p.T)
+		compare(t, "resumed", p.Name, second.global.Params().List[i].T, p.T)
 	}
 }
 

@@ -2,6 +2,7 @@ package fl
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,42 +121,59 @@ func vitSpec(dim, depth, headDim, mlp int64, dropout *float64) model.Spec {
 		Heads: 2, HeadDim: headDim, MLP: mlp, Dropout: dropout}
 }
 
-// checkStackedEqualsSequential trains the same run stacked and one client at a time and
-// requires equal global models, client stores, strategy state and round losses. strat
+// checkStackedEqualsSequential trains the same run stacked, one client at a time, and as
+// client groups on two threads (Workers, when a round has two clients), and requires
+// equal global models, client stores, strategy state, round losses and evaluations. strat
 // makes a fresh strategy for each run.
 func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat func() Strategy, build Builder) {
 	t.Helper()
-	runs := map[bool]*Run{}
-	for _, seq := range []bool{false, true} {
-		cfg.Sequential = seq
-		r, err := New(cfg, strat(), st.fed, st.train, st.test, build)
+	variants := []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"stacked", func(c *Config) {}},
+		{"sequential", func(c *Config) { c.Sequential = true }},
+		{"workers", func(c *Config) { c.Workers = 2 }},
+	}
+	var runs []*Run
+	for _, v := range variants {
+		c := cfg
+		v.set(&c)
+		r, err := New(c, strat(), st.fed, st.train, st.test, build)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer r.Close()
 		if _, err := r.Train(); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", v.name, err)
 		}
-		runs[seq] = r
+		runs = append(runs, r)
 	}
-	a, b := runs[false], runs[true]
-	for i, p := range a.global.Params().List {
-		compare(t, "global "+p.Name, p.T, b.global.Params().List[i].T)
-		if a.store[i] != nil {
-			compare(t, "store "+p.Name, a.store[i], b.store[i])
+	a := runs[0]
+	for i, b := range runs[1:] {
+		against := variants[i+1].name
+		for i, p := range a.global.Params().List {
+			compare(t, against, "global "+p.Name, p.T, b.global.Params().List[i].T)
+			if a.store[i] != nil {
+				compare(t, against, "store "+p.Name, a.store[i], b.store[i])
+			}
 		}
-	}
-	if sa, ok := a.strat.(Stateful); ok {
-		names, ta := sa.State()
-		_, tb := b.strat.(Stateful).State()
-		for i := range ta {
-			compare(t, names[i], ta[i], tb[i])
+		if sa, ok := a.strat.(Stateful); ok {
+			names, ta := sa.State()
+			_, tb := b.strat.(Stateful).State()
+			for i := range ta {
+				compare(t, against, names[i], ta[i], tb[i])
+			}
 		}
-	}
-	for r := range a.History {
-		la, lb := a.History[r].TrainLoss, b.History[r].TrainLoss
-		if math.Abs(la-lb) > 1e-6*math.Abs(lb) { // the loss is summed in float32
-			t.Fatalf("round %d loss stacked %g, sequential %g", r, la, lb)
+		for r := range a.History {
+			la, lb := a.History[r].TrainLoss, b.History[r].TrainLoss
+			if math.Abs(la-lb) > 1e-6*math.Abs(lb) { // the loss is summed in float32
+				t.Fatalf("round %d loss stacked %g, %s %g", r, la, against, lb)
+			}
+			ea, eb := a.History[r].Eval, b.History[r].Eval
+			if (ea == nil) != (eb == nil) || ea != nil && !slices.Equal(ea.Correct, eb.Correct) {
+				t.Fatalf("round %d evaluation: stacked %+v, %s %+v", r, ea, against, eb)
+			}
 		}
 	}
 }
@@ -183,7 +201,7 @@ func TestStackedEqualsSequentialWithDropout(t *testing.T) {
 	checkStackedEqualsSequential(t, st, cfg, VanillaPersonalizedT, vit)
 }
 
-func compare(t *testing.T, what string, x, y *cuda.Tensor) {
+func compare(t *testing.T, against, what string, x, y *cuda.Tensor) {
 	t.Helper()
 	a, err1 := x.Float64s()
 	b, err2 := y.Float64s()
@@ -192,7 +210,7 @@ func compare(t *testing.T, what string, x, y *cuda.Tensor) {
 	}
 	for i := range a {
 		if math.Abs(a[i]-b[i]) > 1e-9+1e-9*math.Abs(b[i]) {
-			t.Fatalf("%s[%d]: stacked %.17g, sequential %.17g (diff %.3g)", what, i, a[i], b[i], a[i]-b[i])
+			t.Fatalf("%s[%d]: stacked %.17g, %s %.17g (diff %.3g)", what, i, a[i], against, b[i], a[i]-b[i])
 		}
 	}
 }

@@ -3,6 +3,7 @@ package fl
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"pfl/cuda"
 	"pfl/engine/gp"
@@ -99,7 +100,39 @@ type PFedGP struct {
 	classes int
 	seed    uint64
 	h       gp.Hermite
-	fitted  []*gp.Classifier // the evaluation chunk's rows
+	fitted  fittedGPs
+}
+
+// fittedGPs are the GP classifiers an evaluation chunk's Condition fitted, per evaluation
+// model, for its Predict: evaluation workers (workers.go) condition and predict their
+// chunks at once, each on its own model.
+type fittedGPs struct {
+	mu   sync.Mutex
+	rows map[model.Model][]*gp.Classifier
+}
+
+// set records m's rows' classifiers.
+func (f *fittedGPs) set(m model.Model, rows []*gp.Classifier) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rows == nil {
+		f.rows = map[model.Model][]*gp.Classifier{}
+	}
+	f.rows[m] = rows
+}
+
+// get is m's rows' classifiers (nil before Condition).
+func (f *fittedGPs) get(m model.Model) []*gp.Classifier {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rows[m]
+}
+
+// drop forgets every model's classifiers.
+func (f *fittedGPs) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rows = nil
 }
 
 // PFedGPConfig is pFedGP's setting; the defaults (DefaultPFedGP) are the official
@@ -193,13 +226,14 @@ func (p *PFedGP) Bind(env Env) error {
 	if err != nil {
 		return err
 	}
-	p.classes, p.seed, p.h, p.fitted = env.Fed.Train.Classes, env.Seed, h, nil
+	p.classes, p.seed, p.h = env.Fed.Train.Classes, env.Seed, h
+	p.fitted.drop()
 	return nil
 }
 
 // Close drops the evaluation's classifiers.
 func (p *PFedGP) Close() error {
-	p.fitted = nil
+	p.fitted.drop()
 	return nil
 }
 
@@ -250,7 +284,7 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	if s.Err() != nil {
 		return nil
 	}
-	p.fitted = nil // an evaluation's classifiers are done with once training goes on
+	p.fitted.drop() // an evaluation's classifiers are done with once training goes on
 	k, bs := int(z.Size(0)), int(z.Size(1))
 	seeds := clientSeeds(s, pass, z, "pfedgp")
 	if seeds == nil {
@@ -298,15 +332,16 @@ func (p *PFedGP) Embed(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tenso
 
 // Condition fits each row's GP classifier to its client's embedded training samples
 // (Conditioner). Rows of the same client (a chunk's padding) share one fit.
-func (p *PFedGP) Condition(s *cuda.Scope, _ model.Model, ids []int, train Embedded) error {
+func (p *PFedGP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embedded) error {
 	feat, labels, _, err := hostRows(train.Feat, train.Y, train.Mask)
 	if err != nil {
 		return err
 	}
 	cfg := p.gpConfig(true)
-	p.fitted, err = fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
+	fitted, err := fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
 		return gp.Fit(cfg, p.h, feat[r], labels[r], rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp/eval", Round: -1, Client: ids[r]}))
 	})
+	p.fitted.set(m, fitted)
 	return err
 }
 
@@ -351,8 +386,9 @@ func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 		return nil
 	}
 	k, b := int(z.Size(0)), int(z.Size(1))
-	if len(p.fitted) != k {
-		s.Fail(fmt.Errorf("fl: pfedgp: %d rows to predict, %d conditioned (Condition first)", k, len(p.fitted)))
+	fitted := p.fitted.get(m)
+	if len(fitted) != k {
+		s.Fail(fmt.Errorf("fl: pfedgp: %d rows to predict, %d conditioned (Condition first)", k, len(fitted)))
 		return nil
 	}
 	all := s.Ones(cuda.Float32, z.Device(), int64(k), int64(b))
@@ -363,7 +399,7 @@ func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 	}
 	out := make([]float64, k*b*p.classes)
 	err = gp.ForEach(k, func(r int) error {
-		probs, err := p.fitted[r].Predict(feat[r], p.classes)
+		probs, err := fitted[r].Predict(feat[r], p.classes)
 		if err != nil {
 			return err
 		}

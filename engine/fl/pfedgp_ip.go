@@ -169,7 +169,7 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 	if s.Err() != nil {
 		return nil
 	}
-	p.fitted = nil
+	p.fitted.drop()
 	k, bs := int(z.Size(0)), int(z.Size(1))
 	seeds := clientSeeds(s, pass, z, "pfedgp-ip")
 	if seeds == nil {
@@ -261,7 +261,7 @@ func (p *PFedGPIP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embe
 		return err
 	}
 	cfg := p.gpConfig(true)
-	p.fitted, err = fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
+	fitted, err := fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
 		idx, indY := inducingRows(labels[r], p.Inducing)
 		ind := make([][]float64, len(idx))
 		for j, row := range idx {
@@ -269,6 +269,7 @@ func (p *PFedGPIP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embe
 		}
 		return gp.FitInducing(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp-ip/eval", Round: -1, Client: ids[r]}))
 	})
+	p.fitted.set(m, fitted)
 	return err
 }
 

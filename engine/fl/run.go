@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"pfl/cuda"
@@ -34,9 +35,11 @@ type Run struct {
 	stacked  model.Model // K = PerRound
 	evalM    model.Model // K = EvalChunk
 	single   model.Model // K = 1, for Sequential (and the novel clients' hypernetwork tuning)
+	workers  []worker    // the client groups trained on threads (workers.go); nil: one stack
 	build    Builder     // the strategy's (wrapped) builder
 
 	steps          map[stepKey]*stepState // per model and phase, for the whole run
+	stepsMu        sync.Mutex             // guards steps: workers make theirs at once
 	stream         *cuda.Stream           // the rounds' stream when steps are captured as CUDA graphs
 	onRunStream    bool                   // inside Round, with stream current
 	graphsCaptured int
@@ -128,6 +131,12 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		}
 		*models[i] = m
 	}
+	if !cfg.Sequential {
+		if err := r.buildWorkers(hi-lo, g); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	if mz := r.hooks.memory; mz != nil {
 		if err := checkKNN(mz.Memory(), r.global); err != nil {
 			r.Close()
@@ -177,6 +186,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 
 // Close frees the models and the store.
 func (r *Run) Close() error {
+	r.closeWorkers()
 	for _, m := range []model.Model{r.global, r.stacked, r.evalM, r.single} {
 		if m != nil {
 			m.Close()
@@ -270,7 +280,8 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 		}
 	}
 	var sum, count float64
-	if r.cfg.Sequential {
+	switch {
+	case r.cfg.Sequential:
 		for i, c := range met.Clients {
 			rows := make([]*cuda.Tensor, len(generated))
 			for j, g := range generated {
@@ -280,7 +291,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 			if err != nil {
 				return met, err
 			}
-			sum, count = sum+l, count+n
+			sum, count = sum+sumLosses(l), count+n
 			s.SetGradEnabled(false)
 			row := cuda.FromSlice(s, r.cfg.Device, []int64{int64(i)})
 			for j, p := range r.stacked.Params().List {
@@ -288,12 +299,18 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 			}
 			s.SetGradEnabled(true)
 		}
-	} else {
+	case len(r.workers) > 1:
+		l, n, err := r.trainGroups(s, local, generated, round, &met)
+		if err != nil {
+			return met, err
+		}
+		sum, count = sumLosses(l), n
+	default:
 		l, n, err := r.localTrain(s, r.stacked, local, generated, round, &met)
 		if err != nil {
 			return met, err
 		}
-		sum, count = l, n
+		sum, count = sumLosses(l), n
 	}
 	samples := float64(met.Samples) // exact in float64 below 2^53
 	if err := r.allReduceFloats(&sum, &count, &samples); err != nil {
@@ -475,9 +492,9 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 }
 
 // localTrain runs the clients' local training on m (loading their rows first), phase by
-// phase, and returns the sum of their per-step mean losses and how many (client, step)
-// pairs it holds.
-func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) (float64, float64, error) {
+// phase, and returns per phase each client's sum of its per-step mean losses, and how many
+// (client, step) pairs they hold.
+func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) ([][]float64, float64, error) {
 	r.load(s, m, ids)
 	r.loadGenerated(s, m, generated)
 	if st := r.hooks.start; st != nil {
@@ -486,23 +503,37 @@ func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*c
 		st.Start(s, m)
 		s.SetGradEnabled(grad)
 		if err := s.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: %s: start: %w", r.strat.Name(), err)
+			return nil, 0, fmt.Errorf("fl: %s: start: %w", r.strat.Name(), err)
 		}
 	}
 	phases := r.hooks.phases(r.cfg.Epochs)
-	var sum, pairs float64
+	losses := make([][]float64, len(phases))
+	var pairs float64
 	for i, ph := range phases {
 		l, n, err := r.trainPhase(s, m, ids, r.fed.Part.Train, round, i, ph, met)
 		if err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
-		sum, pairs = sum+l, pairs+n
+		losses[i], pairs = l, pairs+n
 	}
-	return sum, pairs, nil
+	return losses, pairs, nil
+}
+
+// sumLosses adds up localTrain's losses phase by phase, each phase's clients in order.
+func sumLosses(losses [][]float64) float64 {
+	var sum float64
+	for _, phase := range losses {
+		var l float64
+		for _, v := range phase {
+			l += v
+		}
+		sum += l
+	}
+	return sum
 }
 
 // trainPhase trains the parameters ph selects on the clients' samples parts[id].
-func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase int, ph Phase, met *RoundMetrics) (float64, float64, error) {
+func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int, round, phase int, ph Phase, met *RoundMetrics) ([]float64, float64, error) {
 	var train, global []*cuda.Tensor
 	globalList := r.global.Params().List
 	for i, p := range m.Params().List {
@@ -515,7 +546,7 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	per := r.hooks.perStep(phase)
 	ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	opt := ss.opt // the phase's, kept with its buffers for the whole run
 	if stepper := r.hooks.stepper; stepper != nil && phase != FineTunePhase {

@@ -119,6 +119,8 @@ type stepKey struct {
 // rounded up to whole steps of per batches, and at most maxSteps steps when maxSteps > 0
 // (runSteps cuts a plan at the phase's step limit before loading it).
 func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts [][]int, newOpt func() Optimizer) (*stepState, error) {
+	r.stepsMu.Lock()
+	defer r.stepsMu.Unlock()
 	key := stepKey{m, phase}
 	if ss := r.steps[key]; ss != nil {
 		return ss, nil
@@ -149,8 +151,8 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts 
 // state of its own for this call) and runs step on each step's stacked batches, assembled
 // on the device: per consecutive batches of the plan a step (a Stepper's count; the plan is
 // padded with idle batches to whole steps, and a client is active in a step while its
-// first batch is real). It returns the sum of the clients' per-step mean losses and how
-// many (client, step) pairs it holds; a non-finite loss is an error naming the clients. The
+// first batch is real). It returns each client's sum of its per-step mean losses and how
+// many (client, step) pairs they hold; a non-finite loss is an error naming the clients. The
 // losses are read once, after the last step.
 //
 // With CUDA graphs on and the run's state, the first step ever runs eagerly (a warm-up that
@@ -158,7 +160,7 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts 
 // in this and every later round, replays the capture. A step must therefore read only
 // device values that change between steps and rounds (the batch, the activity, Batch.Rows,
 // the dropout streams), never Go values such as Batch.Clients.
-func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps, per int, met *RoundMetrics, step stepFunc) (float64, float64, error) {
+func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps, per int, met *RoundMetrics, step stepFunc) ([]float64, float64, error) {
 	td := time.Now()
 	own := make([][]int, len(ids))
 	var noise []float64
@@ -171,7 +173,7 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
 		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	steps := (plan.Steps + per - 1) / per
 	padPlan(plan, steps*per)
@@ -182,7 +184,7 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	cached := ss != nil
 	if !cached {
 		if ss, err = newStepState(r.cfg.Device, plan.Steps, len(ids), r.cfg.Batch, noise != nil); err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
 		defer ss.close()
 	}
@@ -204,7 +206,7 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		}
 	}
 	if err := ss.load(s, plan, noise, active, ids, r.cfg.Seed, round, phase); err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	if met != nil {
 		met.Time.Data += time.Since(td)
@@ -235,28 +237,26 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 	}
 	for i = 0; i < steps; i++ {
 		if err := r.runStep(st, ss, cached, body); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+			return nil, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
 		if err := s.Err(); err != nil {
-			return 0, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+			return nil, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
 		}
 	}
 	perClient, err := ss.lossSum.Float64s() // one host sync per phase
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
-	var total float64
 	var bad []int
 	for i, v := range perClient {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			bad = append(bad, ids[i])
 		}
-		total += v
 	}
 	if bad != nil {
-		return 0, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round+1, bad)
+		return nil, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round+1, bad)
 	}
-	return total, pairs, nil
+	return perClient, pairs, nil
 }
 
 // padPlan extends p with idle steps (mask 0, sample index 0) to steps steps.

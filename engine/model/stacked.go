@@ -67,13 +67,28 @@ func fromGrouped(s *cuda.Scope, x *cuda.Tensor, k int64) *cuda.Tensor {
 	return s.Permute(s.Reshape(x, sh[0], k, sh[1]/k, sh[2], sh[3]), 1, 0, 2, 3, 4)
 }
 
-// conv2d convolves each client's images with its own filters in one grouped convolution:
-// x [K, B, C, H, W], w [K, O, C/g, kh, kw], b [K, O] (or nil) -> [K, B, O, H', W'].
+// conv2d convolves each client's images with its own filters: x [K, B, C, H, W], w [K, O,
+// C/g, kh, kw], b [K, O] (or nil) -> [K, B, O, H', W']. On CUDA one grouped convolution
+// does all clients; on the CPU each client's is a convolution of its own, which costs no
+// more there and computes a client's rows exactly as a model of one client does (a grouped
+// convolution of K groups takes another algorithm, and rounds otherwise, for each K), so
+// a run does not depend on how its clients are stacked (fl's workers).
 func conv2d(s *cuda.Scope, x, w, b *cuda.Tensor, o cuda.Conv2dOptions) *cuda.Tensor {
 	if s.Err() != nil {
 		return nil
 	}
 	k := x.Size(0)
+	if !x.Device().IsCUDA() {
+		outs := make([]*cuda.Tensor, k)
+		for i := range k {
+			var bi *cuda.Tensor
+			if b != nil {
+				bi = s.Select(b, 0, i)
+			}
+			outs[i] = s.Conv2d(s.Select(x, 0, i), s.Select(w, 0, i), bi, o)
+		}
+		return s.Stack(0, outs...)
+	}
 	ws := w.Shape()
 	wg := s.Reshape(w, append([]int64{ws[0] * ws[1]}, ws[2:]...)...)
 	var bg *cuda.Tensor

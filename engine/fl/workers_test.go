@@ -1,0 +1,129 @@
+package fl
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/hyper"
+	"pfl/engine/model"
+)
+
+// TestWorkersBitIdentical: float32 runs of the ViT (FedTP, with its hypernetwork's
+// generation and learning; FedPer) and of FocalNet (TransFed) give the same bits, in
+// every parameter, client row, server tensor, loss and evaluation, whether a round's
+// clients train as one stack or as groups on 1–4 threads: a client's training reads only
+// its own rows, batches and dropout stream, these models' kernels compute each client's
+// rows alike whatever the stack's size (batched matmuls per slice, row-wise norms and
+// softmax), and the losses are summed client by client in the round's order. No
+// tolerance: a kernel that rounded by stack size would break this, and with it the
+// promise that a run does not depend on the machine's core count (train.workers' default).
+func TestWorkersBitIdentical(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
+	vit := func(k int, g *cuda.Generator) (model.Model, error) {
+		return model.Build(vitSpec(16, 2, 8, 24, nil), k, cuda.CPU, cuda.Float32, g)
+	}
+	focal := func(k int, g *cuda.Generator) (model.Model, error) {
+		c := model.FocalNetConfig{Image: 16, Channels: 1, Patch: 4, Dims: []int64{8}, Depths: []int64{2}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 4}
+		return model.NewFocalNet("tiny-focal", c, k, cuda.CPU, cuda.Float32, g)
+	}
+	small := hyper.Config{Embed: 8, Hidden: 12, Layers: 4}
+	for _, c := range []struct {
+		name  string
+		strat func() Strategy
+		build Builder
+	}{
+		{"fedtp", func() Strategy { return &FedTP{Hyper: small} }, vit},
+		{"fedper", FedPer, vit},
+		{"transfed", func() Strategy { return transFed(Options{Hyper: small}) }, focal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{Rounds: 2, PerRound: 4, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-5,
+				EvalEvery: 1, EvalChunk: 2, Seed: 5, Device: cuda.CPU}
+			var want *Run
+			for _, workers := range []int{1, 2, 3, 4} {
+				cfg.Workers = workers
+				r, err := New(cfg, c.strat(), st.fed, st.train, st.test, c.build)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if _, err := r.Train(); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(r.workers); workers > 1 && got != workers {
+					t.Fatalf("%d workers asked, %d built", workers, got)
+				}
+				if want == nil {
+					want = r
+					continue
+				}
+				sameBits(t, workers, "global", params(want.global), params(r.global))
+				for i := range want.store {
+					if want.store[i] != nil {
+						sameBits(t, workers, "store", want.store[i:i+1], r.store[i:i+1])
+					}
+				}
+				if s, ok := want.strat.(Stateful); ok {
+					_, a := s.State()
+					_, b := r.strat.(Stateful).State()
+					sameBits(t, workers, "server state", a, b)
+				}
+				for i, m := range want.History {
+					g := r.History[i]
+					if m.TrainLoss != g.TrainLoss || m.Samples != g.Samples {
+						t.Fatalf("%d workers, round %d: loss %v samples %d, one stack %v %d", workers, i, g.TrainLoss, g.Samples, m.TrainLoss, m.Samples)
+					}
+					if !slices.Equal(m.Eval.Loss, g.Eval.Loss) || !slices.Equal(m.Eval.Correct, g.Eval.Correct) {
+						t.Fatalf("%d workers, round %d: evaluation %v, one stack %v", workers, i, g.Eval.Loss, m.Eval.Loss)
+					}
+				}
+			}
+		})
+	}
+}
+
+func params(m model.Model) []*cuda.Tensor {
+	var ts []*cuda.Tensor
+	for _, p := range m.Params().List {
+		ts = append(ts, p.T)
+	}
+	return ts
+}
+
+// sameBits fails unless a and b hold the same float32 values, bit for bit.
+func sameBits(t *testing.T, workers int, what string, a, b []*cuda.Tensor) {
+	t.Helper()
+	for i := range a {
+		x, err1 := a[i].Float64s()
+		y, err2 := b[i].Float64s()
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		for j := range x {
+			if x[j] != y[j] {
+				t.Fatalf("%s tensor %d [%d]: %d workers %.9g, one stack %.9g", what, i, j, workers, y[j], x[j])
+			}
+		}
+	}
+}
+
+// TestWorkersRefused: more than one worker is refused on CUDA and with sequential
+// training, and a negative count, each naming the reason.
+func TestWorkersRefused(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Rounds: 1, PerRound: 2, Workers: 2, Device: cuda.Device{Type: cuda.CUDADevice}}, "workers"},
+		{Config{Rounds: 1, PerRound: 2, Workers: 2, Sequential: true, Device: cuda.CPU}, "sequential"},
+		{Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "workers -1"},
+	} {
+		err := c.cfg.Validate(4)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one naming %q", c.cfg, err, c.want)
+		}
+	}
+}
