@@ -126,14 +126,14 @@ func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
 	if want := avg*2 + avg/(1+4*k)*float64(cfg.Data.Clients); ditto != want {
 		t.Fatalf("ditto's floor %g bytes, want %g (fedavg's %g)", ditto, want, avg)
 	}
-	// two client groups: the groups hold K more rows and one more evaluation chunk of K:
-	// P·(1 + 3K + K + K + K)
+	// two client groups on two threads: the groups hold K more rows, and each thread an
+	// evaluation chunk of K: P·(1 + 3K + K + K + 2K)
 	cfg.Algorithm.Name, cfg.Train.Workers = "fedavg", 2
 	two, err := memoryFloor(cfg, build)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := avg * (1 + 6*k) / (1 + 4*k); math.Abs(two-want) > 1e-9*want {
+	if want := avg * (1 + 7*k) / (1 + 4*k); math.Abs(two-want) > 1e-9*want {
 		t.Fatalf("two workers' floor %g bytes, want %g (one stack's %g)", two, want, avg)
 	}
 }

@@ -362,6 +362,13 @@ type TrainConfig struct {
 	// FocalNet (tested bit for bit); the ConvNet's grouped convolutions round by stack
 	// size, so its last digits do. Capped at the clients per round.
 	Workers int `mapstructure:"workers" json:"workers"`
+	// Stack is the most clients one stacked group holds on the CPU: the round's clients
+	// are split into groups of at most Stack clients, which the workers take in turn, so
+	// only Workers groups' activations are in memory at once (FedTP's default model: about
+	// 0.5 GB per client). Smaller groups trade a little speed (stacking gains 4–17% per
+	// sample on the CPU, bench/RESULTS.md) for memory; results do not depend on it. Default
+	// 0: one group per worker.
+	Stack int `mapstructure:"stack" json:"stack"`
 	// Precision is fp32 (float32 throughout), tf32 (float32, with CUDA matmuls in TF32;
 	// the same as fp32 on the CPU) or bf16 (the models' forward and backward under bf16
 	// autocast over float32 weights; optimizer, aggregation and the hypernetwork in

@@ -65,6 +65,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Train.Workers = -1 }, "train.workers"},
 		{func(c *Config) { c.Train.Workers = 2; c.Train.Sequential = true }, "train.workers"},
 		{func(c *Config) { c.Train.Workers = 2; c.Device = "cuda" }, "train.workers"},
+		{func(c *Config) { c.Train.Stack = -1 }, "train.stack"},
+		{func(c *Config) { c.Train.Stack = 1; c.Train.Sequential = true }, "train.stack"},
+		{func(c *Config) { c.Train.Stack = 1; c.Device = "cuda" }, "train.stack"},
 	} {
 		cfg := DefaultConfig().Resolved()
 		c.mutate(&cfg)

@@ -68,10 +68,14 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 	}
 	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
 	dev, _ := cuda.ParseDevice(cfg.Device)
-	if w := min(float64(workersFor(cfg.Train, dev)), k); w > 1 {
-		// client groups (train.workers): the groups' own models beside the round's stack,
-		// and one evaluation chunk each
-		floats += params * (k + (w-1)*chunk)
+	fc := fl.Config{Workers: workersFor(cfg.Train, dev), Stack: cfg.Train.Stack}
+	if groups := fc.GroupSizes(int(k)); len(groups) > 1 {
+		// client groups (train.workers, train.stack): the groups' own models beside the
+		// round's stack, and with several threads an evaluation chunk for each
+		floats += params * k
+		if threads := min(fc.Workers, len(groups)); threads > 1 {
+			floats += params * float64(threads) * chunk
+		}
 	}
 	return 4 * floats, nil
 }

@@ -333,6 +333,13 @@ func (c Config) validateTrain(k *checker) {
 	if dev, err := cuda.ParseDevice(c.Device); err == nil && dev.IsCUDA() && t.Workers > 1 {
 		k.fail("train.workers", "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", t.Workers, c.Device)
 	}
+	k.atLeast("train.stack", int64(t.Stack), 0)
+	if t.Stack > 0 && t.Sequential {
+		k.fail("train.stack", "%d, but train.sequential trains one client at a time; set one of them", t.Stack)
+	}
+	if dev, err := cuda.ParseDevice(c.Device); err == nil && dev.IsCUDA() && t.Stack > 0 {
+		k.fail("train.stack", "%d on %s: client groups are for the CPU; on CUDA all the round's clients train as one stack (leave it 0)", t.Stack, c.Device)
+	}
 	k.oneOf("train.eval_protocol", t.EvalProtocol, string(fl.EvalFedTP), string(fl.EvalFedPerfix))
 	k.atLeast("train.tail_rounds", int64(t.TailRounds), 1)
 	k.oneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")

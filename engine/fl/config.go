@@ -30,13 +30,14 @@ type Config struct {
 	// instead of stacked: the reference the stacked path must equal, and the baseline for
 	// speed-ups.
 	Sequential bool
-	// Workers is the most client groups a round trains at once on the CPU (workers.go):
-	// the round's clients are split into up to Workers contiguous groups, each a stacked
-	// model trained on its own OS thread, and evaluation chunks are shared the same way.
-	// Models whose per-client arithmetic does not depend on the stack's size (the ViTs,
-	// FocalNet: tested bit for bit) give identical results for every value; 0 or 1: one
-	// stack. CPU only.
+	// Workers is how many OS threads train a round's client groups at once on the CPU, and
+	// share its evaluation chunks (workers.go); 0 or 1: one. CPU only.
 	Workers int
+	// Stack is the most clients a group holds on the CPU: the round's clients are split
+	// into contiguous groups of at most Stack clients (fewer clients' activations in memory
+	// at once), which the workers take in turn; 0: one group per worker. Results do not
+	// depend on Workers or Stack (TestWorkersBitIdentical). CPU only.
+	Stack int
 
 	Seed   uint64
 	Device cuda.Device
@@ -105,6 +106,10 @@ func (c Config) Validate(trainable int) error {
 		return fmt.Errorf("fl: %d workers: client groups on threads are for the CPU; on %s one stacked model keeps the device busy (workers 1)", c.Workers, c.Device)
 	case c.Workers > 1 && c.Sequential:
 		return fmt.Errorf("fl: %d workers with sequential training: sequential trains one client at a time (workers 1)", c.Workers)
+	case c.Stack < 0:
+		return fmt.Errorf("fl: stack %d, want >= 0 (0: one group per worker)", c.Stack)
+	case c.Stack > 0 && (c.Device.IsCUDA() || c.Sequential):
+		return fmt.Errorf("fl: stack %d: client groups are for the CPU and not with sequential training", c.Stack)
 	}
 	return nil
 }

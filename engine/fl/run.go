@@ -35,7 +35,7 @@ type Run struct {
 	stacked  model.Model // K = PerRound
 	evalM    model.Model // K = EvalChunk
 	single   model.Model // K = 1, for Sequential (and the novel clients' hypernetwork tuning)
-	workers  []worker    // the client groups trained on threads (workers.go); nil: one stack
+	groups   groups      // the client groups and their threads' models (workers.go); none: one stack
 	build    Builder     // the strategy's (wrapped) builder
 
 	steps          map[stepKey]*stepState // per model and phase, for the whole run
@@ -132,7 +132,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		*models[i] = m
 	}
 	if !cfg.Sequential {
-		if err := r.buildWorkers(hi-lo, g); err != nil {
+		if err := r.buildGroups(hi-lo, g); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -186,7 +186,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 
 // Close frees the models and the store.
 func (r *Run) Close() error {
-	r.closeWorkers()
+	r.closeGroups()
 	for _, m := range []model.Model{r.global, r.stacked, r.evalM, r.single} {
 		if m != nil {
 			m.Close()
@@ -299,7 +299,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 			}
 			s.SetGradEnabled(true)
 		}
-	case len(r.workers) > 1:
+	case len(r.groups.train) > 1:
 		l, n, err := r.trainGroups(s, local, generated, round, &met)
 		if err != nil {
 			return met, err

@@ -14,10 +14,12 @@ import (
 // TestWorkersBitIdentical: float32 runs of the ViT (FedTP, with its hypernetwork's
 // generation and learning; FedPer) and of FocalNet (TransFed) give the same bits, in
 // every parameter, client row, server tensor, loss and evaluation, whether a round's
-// clients train as one stack or as groups on 1–4 threads: a client's training reads only
+// clients train as one stack or as groups of any size on 1–4 threads: a client's training reads only
 // its own rows, batches and dropout stream, these models' kernels compute each client's
 // rows alike whatever the stack's size (batched matmuls per slice, row-wise norms and
-// softmax), and the losses are summed client by client in the round's order. No
+// softmax, one convolution per client on the CPU), and the losses are summed client by
+// client in the round's order; groups of at most Stack clients taken by the workers in
+// turn (Stack 1 and 2 with fewer workers than groups) change nothing either. No
 // tolerance: a kernel that rounded by stack size would break this, and with it the
 // promise that a run does not depend on the machine's core count (train.workers' default).
 func TestWorkersBitIdentical(t *testing.T) {
@@ -43,8 +45,10 @@ func TestWorkersBitIdentical(t *testing.T) {
 			cfg := Config{Rounds: 2, PerRound: 4, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-5,
 				EvalEvery: 1, EvalChunk: 2, Seed: 5, Device: cuda.CPU}
 			var want *Run
-			for _, workers := range []int{1, 2, 3, 4} {
-				cfg.Workers = workers
+			for _, v := range []struct{ workers, stack, groups int }{
+				{1, 0, 1}, {2, 0, 2}, {3, 0, 3}, {4, 0, 4}, {1, 1, 4}, {2, 1, 4}, {2, 3, 2}, {3, 2, 2},
+			} {
+				cfg.Workers, cfg.Stack = v.workers, v.stack
 				r, err := New(cfg, c.strat(), st.fed, st.train, st.test, c.build)
 				if err != nil {
 					t.Fatal(err)
@@ -53,9 +57,10 @@ func TestWorkersBitIdentical(t *testing.T) {
 				if _, err := r.Train(); err != nil {
 					t.Fatal(err)
 				}
-				if got := len(r.workers); workers > 1 && got != workers {
-					t.Fatalf("%d workers asked, %d built", workers, got)
+				if got := max(len(r.groups.train), 1); got != v.groups {
+					t.Fatalf("workers %d, stack %d: %d groups, want %d", v.workers, v.stack, got, v.groups)
 				}
+				workers := 10*v.workers + v.stack // named in failures as workers·10 + stack
 				if want == nil {
 					want = r
 					continue
@@ -74,10 +79,10 @@ func TestWorkersBitIdentical(t *testing.T) {
 				for i, m := range want.History {
 					g := r.History[i]
 					if m.TrainLoss != g.TrainLoss || m.Samples != g.Samples {
-						t.Fatalf("%d workers, round %d: loss %v samples %d, one stack %v %d", workers, i, g.TrainLoss, g.Samples, m.TrainLoss, m.Samples)
+						t.Fatalf("workers·10+stack %d, round %d: loss %v samples %d, one stack %v %d", workers, i, g.TrainLoss, g.Samples, m.TrainLoss, m.Samples)
 					}
 					if !slices.Equal(m.Eval.Loss, g.Eval.Loss) || !slices.Equal(m.Eval.Correct, g.Eval.Correct) {
-						t.Fatalf("%d workers, round %d: evaluation %v, one stack %v", workers, i, g.Eval.Loss, m.Eval.Loss)
+						t.Fatalf("workers·10+stack %d, round %d: evaluation %v, one stack %v", workers, i, g.Eval.Loss, m.Eval.Loss)
 					}
 				}
 			}
@@ -104,7 +109,7 @@ func sameBits(t *testing.T, workers int, what string, a, b []*cuda.Tensor) {
 		}
 		for j := range x {
 			if x[j] != y[j] {
-				t.Fatalf("%s tensor %d [%d]: %d workers %.9g, one stack %.9g", what, i, j, workers, y[j], x[j])
+				t.Fatalf("%s tensor %d [%d]: workers·10+stack %d: %.9g, one stack %.9g", what, i, j, workers, y[j], x[j])
 			}
 		}
 	}
@@ -120,6 +125,8 @@ func TestWorkersRefused(t *testing.T) {
 		{Config{Rounds: 1, PerRound: 2, Workers: 2, Device: cuda.Device{Type: cuda.CUDADevice}}, "workers"},
 		{Config{Rounds: 1, PerRound: 2, Workers: 2, Sequential: true, Device: cuda.CPU}, "sequential"},
 		{Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "workers -1"},
+		{Config{Rounds: 1, PerRound: 2, Stack: -1, Device: cuda.CPU}, "stack -1"},
+		{Config{Rounds: 1, PerRound: 2, Stack: 1, Device: cuda.Device{Type: cuda.CUDADevice}}, "stack 1"},
 	} {
 		err := c.cfg.Validate(4)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
