@@ -365,9 +365,11 @@ type TrainConfig struct {
 	// Stack is the most clients one stacked group holds on the CPU: the round's clients
 	// are split into groups of at most Stack clients, which the workers take in turn, so
 	// only Workers groups' activations are in memory at once (FedTP's default model: about
-	// 0.5 GB per client). Smaller groups trade a little speed (stacking gains 4–17% per
-	// sample on the CPU, bench/RESULTS.md) for memory; results do not depend on it. Default
-	// 0: one group per worker.
+	// 0.5 GB per client). Default 0: one client per group when several workers train (the
+	// workers take the clients one by one, balancing clients of unequal data; as fast or
+	// faster than fixed shares in every case measured, bench/RESULTS.md), one stack of all
+	// the round's clients with one worker (stacking gains 4–17% per sample on one core).
+	// Results do not depend on it.
 	Stack int `mapstructure:"stack" json:"stack"`
 	// Precision is fp32 (float32 throughout), tf32 (float32, with CUDA matmuls in TF32;
 	// the same as fp32 on the CPU) or bf16 (the models' forward and backward under bf16

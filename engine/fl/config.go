@@ -35,8 +35,9 @@ type Config struct {
 	Workers int
 	// Stack is the most clients a group holds on the CPU: the round's clients are split
 	// into contiguous groups of at most Stack clients (fewer clients' activations in memory
-	// at once), which the workers take in turn; 0: one group per worker. Results do not
-	// depend on Workers or Stack (TestWorkersBitIdentical). CPU only.
+	// at once), which the workers take in turn; 0: one client per group with several
+	// workers, one stack with one. Results do not depend on Workers or Stack
+	// (TestWorkersBitIdentical). CPU only.
 	Stack int
 
 	Seed   uint64

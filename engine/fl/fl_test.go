@@ -122,8 +122,8 @@ func vitSpec(dim, depth, headDim, mlp int64, dropout *float64) model.Spec {
 }
 
 // checkStackedEqualsSequential trains the same run stacked, one client at a time, as
-// client groups on two threads (Workers, when a round has two clients) and as groups of
-// one client each taken by two threads in turn (Stack 1), and requires
+// groups of one client taken by two threads in turn (Workers 2, the CPU's default on two
+// cores) and as two groups on two threads (Stack), and requires
 // equal global models, client stores, strategy state, round losses and evaluations. strat
 // makes a fresh strategy for each run.
 func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat func() Strategy, build Builder) {
@@ -134,8 +134,8 @@ func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat fun
 	}{
 		{"stacked", func(c *Config) {}},
 		{"sequential", func(c *Config) { c.Sequential = true }},
-		{"workers", func(c *Config) { c.Workers = 2 }},
-		{"groups of one", func(c *Config) { c.Workers, c.Stack = 2, 1 }},
+		{"two workers, groups of one", func(c *Config) { c.Workers = 2 }},
+		{"two workers, one group each", func(c *Config) { c.Workers, c.Stack = 2, (c.PerRound+1)/2 }},
 	}
 	var runs []*Run
 	for _, v := range variants {

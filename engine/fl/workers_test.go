@@ -19,7 +19,7 @@ import (
 // rows alike whatever the stack's size (batched matmuls per slice, row-wise norms and
 // softmax, one convolution per client on the CPU), and the losses are summed client by
 // client in the round's order; groups of at most Stack clients taken by the workers in
-// turn (Stack 1 and 2 with fewer workers than groups) change nothing either. No
+// turn (stack 1, 2 and 3, with fewer workers than groups or as many) change nothing either. No
 // tolerance: a kernel that rounded by stack size would break this, and with it the
 // promise that a run does not depend on the machine's core count (train.workers' default).
 func TestWorkersBitIdentical(t *testing.T) {
@@ -46,7 +46,7 @@ func TestWorkersBitIdentical(t *testing.T) {
 				EvalEvery: 1, EvalChunk: 2, Seed: 5, Device: cuda.CPU}
 			var want *Run
 			for _, v := range []struct{ workers, stack, groups int }{
-				{1, 0, 1}, {2, 0, 2}, {3, 0, 3}, {4, 0, 4}, {1, 1, 4}, {2, 1, 4}, {2, 3, 2}, {3, 2, 2},
+				{1, 0, 1}, {2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {1, 1, 4}, {1, 2, 2}, {2, 3, 2}, {3, 2, 2}, {4, 4, 1},
 			} {
 				cfg.Workers, cfg.Stack = v.workers, v.stack
 				r, err := New(cfg, c.strat(), st.fed, st.train, st.test, c.build)
