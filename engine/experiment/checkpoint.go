@@ -43,8 +43,14 @@ func checkpoint(dir string, cfg Config, run *fl.Run) error {
 	if err != nil {
 		return err
 	}
+	// two passes over the state, one tensor at a time: the sum goes in the header, before
+	// the data (a run's state can be larger than the memory left on the host)
+	sum, err := dataSum(state)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
 	meta := map[string]string{"format": checkpointFormat, "rounds": strconv.Itoa(len(run.History)),
-		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": dataSum(state), "config": id}
+		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": sum, "config": id}
 	hook := checkpointHook
 	if hook == nil {
 		hook = func(_ string, w io.Writer) io.Writer { return w }
@@ -64,13 +70,17 @@ func sum256(b []byte) string {
 }
 
 // dataSum is the SHA-256 of the tensors' names, shapes and bytes in file order.
-func dataSum(ts []safetensors.Tensor) string {
+func dataSum(ts []safetensors.Tensor) (string, error) {
 	h := sha256.New()
 	for _, t := range ts {
 		fmt.Fprintf(h, "%s %s %v\n", t.Name, t.DType, t.Shape)
-		h.Write(t.Data)
+		data, err := t.Bytes() // one tensor's data at a time (a run's state is produced on demand)
+		if err != nil {
+			return "", err
+		}
+		h.Write(data)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // readCheckpoint reads and verifies a run's checkpoint: its format, checksums and history.
@@ -97,7 +107,7 @@ func verifyCheckpoint(f *safetensors.File, clients int) ([]fl.RoundMetrics, stri
 	if got := sum256([]byte(m["history"])); got != m["history_sha256"] {
 		return nil, "", fmt.Errorf("the history's checksum does not match: the file is damaged")
 	}
-	if got := dataSum(f.Tensors); got != m["data_sha256"] {
+	if got, err := dataSum(f.Tensors); err != nil || got != m["data_sha256"] {
 		return nil, "", fmt.Errorf("the tensors' checksum does not match: the file is damaged")
 	}
 	var recs []historyRecord

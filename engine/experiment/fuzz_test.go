@@ -36,8 +36,12 @@ func FuzzCheckpoint(f *testing.F) {
 	h, _ := json.Marshal(historyRecords([]fl.RoundMetrics{{Round: 0, Clients: []int{1, 2}, TrainLoss: 0.5, Samples: 9,
 		Eval: &fl.EvalResult{Correct: []int{1, 2, 3}, Count: []int{2, 2, 4}, Accuracy: []float64{.5, 1, .75}, Loss: []float64{1, 1, 1}}}}))
 	ts := []safetensors.Tensor{{Name: "global/w", DType: safetensors.F32, Shape: []int64{2}, Data: make([]byte, 8)}}
+	sum, err := dataSum(ts)
+	if err != nil {
+		f.Fatal(err)
+	}
 	meta := map[string]string{"format": checkpointFormat, "rounds": "1", "history": string(h),
-		"history_sha256": sum256(h), "data_sha256": dataSum(ts), "config": "{}"}
+		"history_sha256": sum256(h), "data_sha256": sum, "config": "{}"}
 	var buf bytes.Buffer
 	if err := safetensors.Write(&buf, ts, meta); err != nil {
 		f.Fatal(err)

@@ -13,26 +13,36 @@ import (
 // "strategy/<name>" (a Stateful strategy's server state, e.g. FedTP's hypernetwork and its
 // momentum). Random generators need no saving: every stream derives from (seed, purpose,
 // round, client), and the clients' optimizer buffers live for one round only.
+//
+// The tensors' data is produced on demand (safetensors.Tensor.Source), each read from its
+// device tensor when a writer asks for it, so a checkpoint never holds the whole state on
+// the host at once; the run must not change until the tensors are written.
 func (r *Run) State() ([]safetensors.Tensor, error) {
 	var out []safetensors.Tensor
 	add := func(name string, t *cuda.Tensor) error {
-		var st safetensors.Tensor
-		var err error
+		st := safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: t.Shape()}
 		if t.DType() == cuda.Float64 {
-			v, e := t.Float64s()
-			if e != nil {
-				return e
+			st.DType = safetensors.F64
+			st.Source = func() ([]byte, error) {
+				v, err := t.Float64s()
+				if err != nil {
+					return nil, err
+				}
+				enc, err := safetensors.FromFloat64(name, st.Shape, v)
+				return enc.Data, err
 			}
-			st, err = safetensors.FromFloat64(name, t.Shape(), v)
 		} else {
-			v, e := t.Float32s()
-			if e != nil {
-				return e
+			st.Source = func() ([]byte, error) {
+				v, err := t.Float32s()
+				if err != nil {
+					return nil, err
+				}
+				enc, err := safetensors.FromFloat32(name, st.Shape, v)
+				return enc.Data, err
 			}
-			st, err = safetensors.FromFloat32(name, t.Shape(), v)
 		}
 		out = append(out, st)
-		return err
+		return nil
 	}
 	for i, p := range r.global.Params().List {
 		if err := add("global/"+p.Name, p.T); err != nil {

@@ -55,6 +55,32 @@ type Tensor struct {
 	DType DType
 	Shape []int64
 	Data  []byte
+	// Source, when Data is nil, produces the data on demand: Write asks for each tensor's
+	// bytes only when it writes them and drops them after, so a file larger than the
+	// memory free can be written from device tensors one at a time (a checkpoint of a
+	// hypernetwork of hundreds of millions of parameters). It may be called more than once
+	// and must return the same bytes each time.
+	Source func() ([]byte, error)
+}
+
+// produce fills the receiver's Data from its Source.
+func (t *Tensor) produce() error {
+	data, err := t.Bytes()
+	t.Data = data
+	return err
+}
+
+// Bytes is the tensor's data: Data, or what Source produces, checked against the shape.
+func (t Tensor) Bytes() ([]byte, error) {
+	if t.Data != nil || t.Source == nil {
+		return t.Data, nil
+	}
+	data, err := t.Source()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	t.Data = data
+	return data, t.check()
 }
 
 // numel returns the product of shape, or an error if a dimension is negative or the
@@ -97,11 +123,14 @@ func byteSize(dt DType, shape []int64) (uint64, error) {
 }
 
 // check reports whether the tensor is self-consistent: known dtype, valid shape, and
-// exactly the data length the shape asks for.
+// exactly the data length the shape asks for (for a Source, once it produced the data).
 func (t Tensor) check() error {
 	want, err := byteSize(t.DType, t.Shape)
 	if err != nil {
 		return fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if t.Data == nil && t.Source != nil {
+		return nil // checked when Bytes produces it
 	}
 	if uint64(len(t.Data)) != want {
 		return fmt.Errorf("tensor %q: has %d data bytes but shape %v of %s needs %d",
@@ -113,6 +142,9 @@ func (t Tensor) check() error {
 // Float32s returns the elements converted to float32. It supports F32, F64 (rounded),
 // BF16 and F16, and returns an error for any other dtype or an inconsistent tensor.
 func (t Tensor) Float32s() ([]float32, error) {
+	if err := t.produce(); err != nil {
+		return nil, err
+	}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -145,6 +177,9 @@ func (t Tensor) Float32s() ([]float32, error) {
 // Float64s returns the elements converted to float64. It supports F32, F64, BF16 and F16
 // (all exactly), and returns an error for any other dtype or an inconsistent tensor.
 func (t Tensor) Float64s() ([]float64, error) {
+	if err := t.produce(); err != nil {
+		return nil, err
+	}
 	if t.DType == F64 {
 		if err := t.check(); err != nil {
 			return nil, err

@@ -43,7 +43,11 @@ func write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 		return err
 	}
 	for _, t := range tensors {
-		if _, err := w.Write(t.Data); err != nil {
+		data, err := t.Bytes()
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
 			return err
 		}
 	}
@@ -73,7 +77,8 @@ func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) 
 		if shape == nil {
 			shape = []int64{} // a scalar's shape is [], not null
 		}
-		end := off + uint64(len(t.Data))
+		size, _ := byteSize(t.DType, t.Shape) // checked above
+		end := off + size
 		entries[t.Name] = headerEntry{DType: t.DType, Shape: shape, DataOffsets: [2]uint64{off, end}}
 		off = end
 	}
