@@ -31,10 +31,7 @@ var checkpointHook func(stage string, w io.Writer) io.Writer
 
 // checkpoint writes the run's state and history atomically.
 func checkpoint(dir string, cfg Config, run *fl.Run) error {
-	state, err := run.State()
-	if err != nil {
-		return err
-	}
+	state := run.StateOnDemand()
 	h, err := json.Marshal(historyRecords(run.History))
 	if err != nil {
 		return err

@@ -11,58 +11,47 @@ import (
 // State is what a checkpoint holds besides the history: every tensor of the run's state by
 // name — "global/<param>" (one row), "store/<param>" (all N clients' personal rows) and
 // "strategy/<name>" (a Stateful strategy's server state, e.g. FedTP's hypernetwork and its
-// momentum). Random generators need no saving: every stream derives from (seed, purpose,
-// round, client), and the clients' optimizer buffers live for one round only.
-//
-// The tensors' data is produced on demand (safetensors.Tensor.Source), each read from its
-// device tensor when a writer asks for it, so a checkpoint never holds the whole state on
-// the host at once; the run must not change until the tensors are written.
+// momentum) — copied to the host now. Random generators need no saving: every stream
+// derives from (seed, purpose, round, client), and the clients' optimizer buffers live for
+// one round only.
 func (r *Run) State() ([]safetensors.Tensor, error) {
+	ts := r.StateOnDemand()
+	for i := range ts {
+		data, err := ts[i].Bytes()
+		if err != nil {
+			return nil, err
+		}
+		ts[i].Data, ts[i].Source = data, nil
+	}
+	return ts, nil
+}
+
+// StateOnDemand is State with each tensor's data read from its device tensor only when
+// asked for (safetensors.Tensor.Source), so that a checkpoint never holds the whole state
+// on the host at once; the run must stay open and unchanged until the data is read.
+func (r *Run) StateOnDemand() []safetensors.Tensor {
 	var out []safetensors.Tensor
-	add := func(name string, t *cuda.Tensor) error {
+	add := func(name string, t *cuda.Tensor) {
 		st := safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: t.Shape()}
 		if t.DType() == cuda.Float64 {
 			st.DType = safetensors.F64
-			st.Source = func() ([]byte, error) {
-				v, err := t.Float64s()
-				if err != nil {
-					return nil, err
-				}
-				enc, err := safetensors.FromFloat64(name, st.Shape, v)
-				return enc.Data, err
-			}
-		} else {
-			st.Source = func() ([]byte, error) {
-				v, err := t.Float32s()
-				if err != nil {
-					return nil, err
-				}
-				enc, err := safetensors.FromFloat32(name, st.Shape, v)
-				return enc.Data, err
-			}
 		}
+		st.Source = func() ([]byte, error) { return hostBytes(name, t) }
 		out = append(out, st)
-		return nil
 	}
 	for i, p := range r.global.Params().List {
-		if err := add("global/"+p.Name, p.T); err != nil {
-			return nil, err
-		}
+		add("global/"+p.Name, p.T)
 		if r.store[i] != nil {
-			if err := add("store/"+p.Name, r.store[i]); err != nil {
-				return nil, err
-			}
+			add("store/"+p.Name, r.store[i])
 		}
 	}
 	if st := r.hooks.state; st != nil {
 		names, ts := st.State()
 		for i, n := range names {
-			if err := add("strategy/"+n, ts[i]); err != nil {
-				return nil, err
-			}
+			add("strategy/"+n, ts[i])
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Restore loads a State written by a run of the same configuration and sets the history,
@@ -107,4 +96,23 @@ func (r *Run) Restore(f *safetensors.File, history []RoundMetrics) error {
 	}
 	r.History = append([]RoundMetrics(nil), history...)
 	return s.Err()
+}
+
+// hostBytes copies t to the host as a checkpoint stores it: float64 as F64, every other
+// dtype converted to F32.
+func hostBytes(name string, t *cuda.Tensor) ([]byte, error) {
+	var enc safetensors.Tensor
+	var err error
+	if t.DType() == cuda.Float64 {
+		var v []float64
+		if v, err = t.Float64s(); err == nil {
+			enc, err = safetensors.FromFloat64(name, t.Shape(), v)
+		}
+	} else {
+		var v []float32
+		if v, err = t.Float32s(); err == nil {
+			enc, err = safetensors.FromFloat32(name, t.Shape(), v)
+		}
+	}
+	return enc.Data, err
 }
