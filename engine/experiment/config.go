@@ -341,6 +341,10 @@ type TrainConfig struct {
 	// bigger passes, more device memory for one more stacked model); default the clients
 	// per round.
 	EvalChunk int `mapstructure:"eval_chunk" json:"eval_chunk"`
+	// EvalBatch is how many test samples of each client one stacked evaluation pass
+	// holds (no gradients are kept, so it can be larger than train.batch where memory
+	// allows); default 0: train.batch.
+	EvalBatch int `mapstructure:"eval_batch" json:"eval_batch"`
 	// EvalProtocol is when an evaluation sees each client's model: "fedtp" (every client
 	// after the server update: the new global shared part with its personal part, FedTP's
 	// official code) or "fedperfix" (the round's trained clients right after their local

@@ -62,6 +62,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Novel.Tune = []string{"head"} }, "novel.tune"},
 		{func(c *Config) { c.Train.Precision = "fp16" }, "train.precision"},
 		{func(c *Config) { c.Train.EvalChunk = -1 }, "train.eval_chunk"},
+		{func(c *Config) { c.Train.EvalBatch = -1 }, "train.eval_batch"},
 		{func(c *Config) { c.Train.Workers = -1 }, "train.workers"},
 		{func(c *Config) { c.Train.Workers = 2; c.Train.Sequential = true }, "train.workers"},
 		{func(c *Config) { c.Train.Workers = 2; c.Device = "cuda" }, "train.workers"},

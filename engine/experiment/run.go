@@ -260,7 +260,7 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
-		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
+		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk, EvalBatch: t.EvalBatch,
 		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g, Workers: workersFor(t, dev), Stack: t.Stack}
 	if err := useWorkers(fc.Workers); err != nil {
 		se.closeData()

@@ -326,6 +326,7 @@ func (c Config) validateTrain(k *checker) {
 	k.real("train.weight_decay", t.WeightDecay, 0, inf, "[]")
 	k.atLeast("train.eval_every", int64(t.EvalEvery), 0)
 	k.atLeast("train.eval_chunk", int64(t.EvalChunk), 0)
+	k.atLeast("train.eval_batch", int64(t.EvalBatch), 0)
 	k.atLeast("train.workers", int64(t.Workers), 0)
 	if t.Workers > 1 && t.Sequential {
 		k.fail("train.workers", "%d, but train.sequential trains one client at a time; set one of them", t.Workers)

@@ -1,6 +1,7 @@
 package fl
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -131,6 +132,40 @@ func TestWorkersRefused(t *testing.T) {
 		err := c.cfg.Validate(4)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one naming %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestEvalBatchChangesNoPrediction: an evaluation in passes of 3 test samples per client
+// and one in passes of 50 (each client's whole test split) count the same correct
+// predictions for every client, and their mean losses agree to float32 rounding: a
+// convolution may take another algorithm for another batch size, so each float32 logit,
+// and the loss computed from it, can move by a few units in the last place (~1e-7
+// relative); a mean of such losses moves by no more, and 1e-6 leaves a factor of 10.
+func TestEvalBatchChangesNoPrediction(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	var res []EvalResult
+	for _, b := range []int{3, 50} {
+		r, err := New(Config{Rounds: 1, PerRound: 2, Batch: 9, EvalBatch: b, LR: 0.05, Seed: 5, Device: cuda.CPU}, FedPer(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if _, err := r.Train(); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.Evaluate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, ev)
+	}
+	if !slices.Equal(res[0].Correct, res[1].Correct) || !slices.Equal(res[0].Count, res[1].Count) {
+		t.Fatalf("correct %v of %v with batch 3, %v of %v with 50", res[0].Correct, res[0].Count, res[1].Correct, res[1].Count)
+	}
+	for c := range res[0].Loss {
+		if a, b := res[0].Loss[c], res[1].Loss[c]; math.Abs(a-b) > 1e-6*math.Abs(b) {
+			t.Fatalf("client %d: loss %.17g with batch 3, %.17g with 50", c, a, b)
 		}
 	}
 }
