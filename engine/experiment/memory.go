@@ -109,6 +109,22 @@ func memoryEstimate(floor float64, dev cuda.Device) string {
 		human(floor), free, where)
 }
 
+// memoryExpected is the line `pfl train` prints on the CPU before the first round, when
+// the run can measure one client's activations (fl.Run.ProbeActivations): the resident
+// memory now (models, optimizer state, hypernetwork, data, libraries) plus the
+// activations of the clients a round trains at once, the estimate of the training peak
+// that the measured peak after the run is to be compared with. Empty when it cannot say.
+func memoryExpected(run *fl.Run) string {
+	act, ok := run.ProbeActivations()
+	rss := procStatusKB("VmRSS:")
+	if !ok || rss == 0 {
+		return ""
+	}
+	n := run.ClientsAtOnce()
+	return fmt.Sprintf("memory: %s resident now; training adds about %s per client (one probe step), %d at once: about %s expected at its peak",
+		human(float64(rss<<10)), human(act), n, human(float64(rss<<10)+float64(n)*act))
+}
+
 // memoryPeak is the line `pfl train` prints after the last round: the process's peak
 // resident memory on the CPU (VmHWM: host copies of the data, the Go heap and libtorch's
 // tensors together), the caching allocator's peak on CUDA.

@@ -413,6 +413,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	obs.Log(memoryEstimate(se.floor, dev))
 	if !dev.IsCUDA() {
 		obs.Log(fmt.Sprintf("cpu: %d client group(s) trained at once, one per thread (train.workers)", run.Workers()))
+		if line := memoryExpected(run); line != "" {
+			obs.Log(line)
+		}
 	}
 	start := time.Now()
 	samples := 0

@@ -169,3 +169,72 @@ func TestEvalBatchChangesNoPrediction(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeActivations: the probe measures a positive size for a batch whose activations
+// pass the CPU cache's 1 MiB threshold, grows with the batch, and leaves the run as it
+// was: a run probed before its first round trains to the same bits as one not probed.
+// ClientsAtOnce counts the round's stack, or the largest group times the threads.
+func TestProbeActivations(t *testing.T) {
+	if _, ok := cuda.HostCache(); !ok {
+		t.Skip("the CPU caching allocator is off (PFL_CPU_CACHE=0)")
+	}
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
+	vit := func(k int, g *cuda.Generator) (model.Model, error) {
+		// the MLP's hidden layer of a batch of 40: 40·17·1024 floats, 2.8 MB
+		return model.Build(vitSpec(256, 2, 128, 1024, nil), k, cuda.CPU, cuda.Float32, g)
+	}
+	var sizes []float64
+	var runs []*Run
+	for _, batch := range []int{40, 60} {
+		r, err := New(Config{Rounds: 1, PerRound: 3, Batch: batch, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, FedPer(), st.fed, st.train, st.test, vit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		size, ok := r.ProbeActivations()
+		if !ok || size <= 0 {
+			t.Fatalf("batch %d: probe %v bytes (%v)", batch, size, ok)
+		}
+		sizes = append(sizes, size)
+		runs = append(runs, r)
+	}
+	if sizes[1] <= sizes[0] {
+		t.Fatalf("activations of batch 60 %v bytes, of batch 40 %v", sizes[1], sizes[0])
+	}
+	plain, err := New(Config{Rounds: 1, PerRound: 3, Batch: 40, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, FedPer(), st.fed, st.train, st.test, vit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, r := range []*Run{runs[0], plain} {
+		if _, err := r.Train(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameBits(t, 0, "global after a probe", params(plain.global), params(runs[0].global))
+	for i := range plain.store {
+		if plain.store[i] != nil {
+			sameBits(t, 0, "store after a probe", plain.store[i:i+1], runs[0].store[i:i+1])
+		}
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{Workers: 1}, 3},
+		{Config{Workers: 2}, 2},           // clients one by one, two threads
+		{Config{Workers: 2, Stack: 2}, 4}, // groups of 2 + 1, two threads: the largest twice
+		{Config{Workers: 1, Stack: 1}, 1},
+	} {
+		cfg := c.cfg
+		cfg.Rounds, cfg.PerRound, cfg.Batch, cfg.LR, cfg.Seed, cfg.Device = 1, 3, 40, 0.05, 5, cuda.CPU
+		r, err := New(cfg, FedPer(), st.fed, st.train, st.test, vit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.ClientsAtOnce(); got != c.want {
+			t.Errorf("workers %d, stack %d: %d clients at once, want %d", cfg.Workers, cfg.Stack, got, c.want)
+		}
+		r.Close()
+	}
+}
