@@ -113,16 +113,31 @@ func memoryEstimate(floor float64, dev cuda.Device) string {
 // the run can measure one client's activations (fl.Run.ProbeActivations): the resident
 // memory now (models, optimizer state, hypernetwork, data, libraries) plus the
 // activations of the clients a round trains at once, the estimate of the training peak
-// that the measured peak after the run is to be compared with. Empty when it cannot say.
-func memoryExpected(run *fl.Run) string {
+// that the measured peak after the run is to be compared with. It runs before the run
+// directory is touched and refuses a run whose activations exceed the memory available
+// (checkActivations). Empty when it cannot say.
+func memoryExpected(run *fl.Run) (string, error) {
 	act, ok := run.ProbeActivations()
 	rss := procStatusKB("VmRSS:")
 	if !ok || rss == 0 {
-		return ""
+		return "", nil
 	}
 	n := run.ClientsAtOnce()
+	if err := checkActivations(n, act, memAvailable()); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("memory: %s resident now; training adds about %s per client (one probe step), %d at once: about %s expected at its peak",
-		human(float64(rss<<10)), human(act), n, human(float64(rss<<10)+float64(n)*act))
+		human(float64(rss<<10)), human(act), n, human(float64(rss<<10)+float64(n)*act)), nil
+}
+
+// checkActivations refuses n clients' activations of act bytes each when they exceed have
+// bytes available (0: unknown, nothing refused), naming what lowers them.
+func checkActivations(n int, act float64, have int64) error {
+	if need := float64(n) * act; have > 0 && need > float64(have) {
+		return fmt.Errorf("memory: training %d clients at once needs about %s more for their activations (%s each, measured by one probe step), more than the %s available on this machine (MemAvailable); train fewer at once (train.workers, train.stack) or make train.batch or the model smaller",
+			n, human(need), human(act), human(float64(have)))
+	}
+	return nil
 }
 
 // memoryPeak is the line `pfl train` prints after the last round: the process's peak

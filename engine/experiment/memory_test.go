@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pfl/cuda"
 )
 
 // TestTrainReportsMemory: a run logs its memory floor before the first round and its
@@ -32,6 +34,38 @@ func TestTrainReportsMemory(t *testing.T) {
 	floor, hwm := mib(log[est[2]:est[3]]), mib(log[peak[2]:peak[3]])
 	if !(hwm > 0) || hwm < floor {
 		t.Fatalf("peak %g MiB, floor %g MiB: want a positive peak at least the floor", hwm, floor)
+	}
+	// with the CPU cache on, the expected training peak comes before the first round
+	if _, ok := cuda.HostCache(); ok {
+		exp := regexp.MustCompile(`memory: ([0-9.]+ [MG]iB) resident now; training adds about ([0-9.]+ [MG]iB) per client \(one probe step\), (\d+) at once: about ([0-9.]+ [MG]iB) expected`).FindStringSubmatchIndex(log)
+		if exp == nil || exp[0] > round {
+			t.Fatalf("want the expected peak before the first round; the log:\n%s", log)
+		}
+		if now, want := mib(log[exp[2]:exp[3]]), mib(log[exp[8]:exp[9]]); !(now > 0) || want < now {
+			t.Fatalf("expected %g MiB with %g MiB resident: want at least what is resident", want, now)
+		}
+	}
+}
+
+// TestCheckActivations: activations that exceed the memory available are refused, naming
+// the keys that lower them; unknown availability refuses nothing.
+func TestCheckActivations(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		n      int
+		act    float64
+		have   int64
+		refuse bool
+	}{
+		{2, 0.5 * gib, 4 * gib, false},
+		{10, 0.5 * gib, 4 * gib, true},
+		{10, 0.5 * gib, 0, false},
+		{1, 0, 1, false},
+	} {
+		err := checkActivations(c.n, c.act, c.have)
+		if (err != nil) != c.refuse || err != nil && !(strings.Contains(err.Error(), "train.workers") && strings.Contains(err.Error(), "train.stack")) {
+			t.Errorf("%d clients of %g bytes, %d available: error %v, want refused %v naming train.workers and train.stack", c.n, c.act, c.have, err, c.refuse)
+		}
 	}
 }
 

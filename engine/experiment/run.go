@@ -153,6 +153,7 @@ type session struct {
 	train, test data.Samples
 	manifest    func(dir string) error // writes the partition's description
 	floor       float64                // memoryFloor's bytes
+	expected    string                 // memoryExpected's line (CPU), printed before the first round
 }
 
 func (se *session) close() {
@@ -282,6 +283,12 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	}
 	if err != nil {
 		se.closeData()
+		return err
+	}
+	if !dev.IsCUDA() {
+		if se.expected, err = memoryExpected(se.run); err != nil {
+			se.close()
+		}
 	}
 	return err
 }
@@ -413,8 +420,8 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	obs.Log(memoryEstimate(se.floor, dev))
 	if !dev.IsCUDA() {
 		obs.Log(fmt.Sprintf("cpu: %d client group(s) trained at once, one per thread (train.workers)", run.Workers()))
-		if line := memoryExpected(run); line != "" {
-			obs.Log(line)
+		if se.expected != "" {
+			obs.Log(se.expected)
 		}
 	}
 	start := time.Now()
