@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 
+	"pfl/cuda"
 	"pfl/engine/fl"
 	"pfl/engine/internal/atomicfile"
 	"pfl/engine/internal/jsonfloat"
@@ -55,6 +57,7 @@ func checkpoint(dir string, cfg Config, run *fl.Run) error {
 	err = atomicfile.WriteHooked(filepath.Join(dir, checkpointFile), func(w io.Writer) error {
 		return safetensors.Write(hook("write", w), state, meta)
 	}, func() { hook("rename", nil) })
+	releaseHostMemory()
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -80,16 +83,20 @@ func dataSum(ts []safetensors.Tensor) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// readCheckpoint reads and verifies a run's checkpoint: its format, checksums and history.
+// readCheckpoint opens and verifies a run's checkpoint: its format, checksums and history.
 // clients is the run's number of clients (each evaluation lists one accuracy per client).
+// The tensors' data stays in the file, read one tensor at a time when verified and again
+// when loaded (a checkpoint can be larger than the memory left beside the run); the caller
+// closes the file.
 func readCheckpoint(dir string, clients int) (*safetensors.File, []fl.RoundMetrics, string, error) {
 	path := filepath.Join(dir, checkpointFile)
-	f, err := safetensors.ReadFile(path)
+	f, err := safetensors.OpenFile(path)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("checkpoint: %w", err)
 	}
 	history, id, err := verifyCheckpoint(f, clients)
 	if err != nil {
+		f.Close()
 		return nil, nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return f, history, id, nil
@@ -104,7 +111,11 @@ func verifyCheckpoint(f *safetensors.File, clients int) ([]fl.RoundMetrics, stri
 	if got := sum256([]byte(m["history"])); got != m["history_sha256"] {
 		return nil, "", fmt.Errorf("the history's checksum does not match: the file is damaged")
 	}
-	if got, err := dataSum(f.Tensors); err != nil || got != m["data_sha256"] {
+	got, err := dataSum(f.Tensors)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the tensors: %w", err)
+	}
+	if got != m["data_sha256"] {
 		return nil, "", fmt.Errorf("the tensors' checksum does not match: the file is damaged")
 	}
 	var recs []historyRecord
@@ -206,6 +217,7 @@ func restore(dir string, cfg Config, run *fl.Run) error {
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	if err := sameRun(id, cfg); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
@@ -215,7 +227,17 @@ func restore(dir string, cfg Config, run *fl.Run) error {
 	if err := run.Restore(f, history); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointFile), err)
 	}
+	releaseHostMemory()
 	return nil
+}
+
+// releaseHostMemory returns what reading or writing a checkpoint left idle to the system:
+// the CPU cache's idle blocks (the tensors' staging copies) and the Go heap's freed spans
+// (each tensor's host bytes, garbage once copied). Without it a resumed FedTP run at the
+// default model trained 1 GB above a fresh one.
+func releaseHostMemory() {
+	cuda.ReleaseHostCache()
+	debug.FreeOSMemory()
 }
 
 // resumable lists the keys a resumed run may change: how long it runs and how often it

@@ -64,20 +64,100 @@ func decode(buf []byte) (*File, error) {
 		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(buf))
 	}
 	n := binary.LittleEndian.Uint64(buf)
-	rest := uint64(len(buf) - 8)
-	if n > MaxHeaderSize {
-		return nil, fmt.Errorf("header size %d exceeds the %d-byte limit", n, MaxHeaderSize)
-	}
-	if n > rest {
-		return nil, fmt.Errorf("header size %d is larger than the remaining %d bytes of the file", n, rest)
+	if err := checkHeaderSize(n, uint64(len(buf)-8)); err != nil {
+		return nil, err
 	}
 	header, data := buf[8:8+n], buf[8+n:]
+	f, spans, err := layout(header, uint64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range spans {
+		s.t.Data = data[s.begin:s.end:s.end]
+		f.Tensors = append(f.Tensors, s.t)
+	}
+	return f, nil
+}
+
+// checkHeaderSize refuses a header length field n that exceeds the limit or the rest bytes
+// after it.
+func checkHeaderSize(n, rest uint64) error {
+	if n > MaxHeaderSize {
+		return fmt.Errorf("header size %d exceeds the %d-byte limit", n, MaxHeaderSize)
+	}
+	if n > rest {
+		return fmt.Errorf("header size %d is larger than the remaining %d bytes of the file", n, rest)
+	}
+	return nil
+}
+
+// OpenFile reads the header of the safetensors file at path and returns its tensors
+// without their data: each tensor's Source reads its bytes from the file when asked
+// (Bytes, Float32s, Float64s), so a file larger than the memory free can be verified and
+// loaded one tensor at a time. The file stays open until Close. The layout is checked as
+// Read checks it; errors name the file.
+func OpenFile(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	f, err := openLayout(fh)
+	if err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	f.closer = fh
+	return f, nil
+}
+
+func openLayout(fh *os.File) (*File, error) {
+	info, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := uint64(info.Size())
+	var head [8]byte
+	if size < 8 {
+		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", size)
+	}
+	if _, err := fh.ReadAt(head[:], 0); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(head[:])
+	if err := checkHeaderSize(n, size-8); err != nil {
+		return nil, err
+	}
+	header := make([]byte, n)
+	if _, err := fh.ReadAt(header, 8); err != nil {
+		return nil, err
+	}
+	f, spans, err := layout(header, size-8-n)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range spans {
+		t, off, length := s.t, int64(8+n+s.begin), s.end-s.begin
+		t.Source = func() ([]byte, error) {
+			buf := make([]byte, length)
+			if _, err := fh.ReadAt(buf, off); err != nil {
+				return nil, err
+			}
+			return buf, nil
+		}
+		f.Tensors = append(f.Tensors, t)
+	}
+	return f, nil
+}
+
+// layout decodes header, which describes a data section of dataLen bytes: the metadata and
+// the tensors' spans in offset order, which must cover the data section exactly.
+func layout(header []byte, dataLen uint64) (*File, []span, error) {
 	if !utf8.Valid(header) {
-		return nil, errors.New("header is not valid UTF-8")
+		return nil, nil, errors.New("header is not valid UTF-8")
 	}
 	fields, err := headerFields(header)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	f := &File{}
@@ -85,13 +165,13 @@ func decode(buf []byte) (*File, error) {
 	for _, kv := range fields {
 		if kv.key == metadataKey {
 			if err := json.Unmarshal(kv.value, &f.Metadata); err != nil {
-				return nil, fmt.Errorf("header: __metadata__ is not an object of strings: %w", err)
+				return nil, nil, fmt.Errorf("header: __metadata__ is not an object of strings: %w", err)
 			}
 			continue
 		}
-		s, err := parseEntry(kv.key, kv.value, uint64(len(data)))
+		s, err := parseEntry(kv.key, kv.value, dataLen)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		spans = append(spans, s)
 	}
@@ -113,20 +193,18 @@ func decode(buf []byte) (*File, error) {
 	for i, s := range spans {
 		switch {
 		case s.begin < pos:
-			return nil, fmt.Errorf("tensor %q at data_offsets [%d, %d] overlaps tensor %q ending at %d",
+			return nil, nil, fmt.Errorf("tensor %q at data_offsets [%d, %d] overlaps tensor %q ending at %d",
 				s.t.Name, s.begin, s.end, spans[i-1].t.Name, pos)
 		case s.begin > pos:
-			return nil, fmt.Errorf("gap in data section: bytes [%d, %d) before tensor %q are not covered by any tensor",
+			return nil, nil, fmt.Errorf("gap in data section: bytes [%d, %d) before tensor %q are not covered by any tensor",
 				pos, s.begin, s.t.Name)
 		}
 		pos = s.end
-		s.t.Data = data[s.begin:s.end:s.end]
-		f.Tensors = append(f.Tensors, s.t)
 	}
-	if pos != uint64(len(data)) {
-		return nil, fmt.Errorf("gap in data section: trailing bytes [%d, %d) are not covered by any tensor", pos, len(data))
+	if pos != dataLen {
+		return nil, nil, fmt.Errorf("gap in data section: trailing bytes [%d, %d) are not covered by any tensor", pos, dataLen)
 	}
-	return f, nil
+	return f, spans, nil
 }
 
 type field struct {

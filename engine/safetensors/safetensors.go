@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 )
@@ -263,6 +264,19 @@ func f16ToFloat32(h uint16) float32 {
 type File struct {
 	Tensors  []Tensor          // in data-offset order, which is the order Write lays them out
 	Metadata map[string]string // the "__metadata__" object; nil when the file has none
+
+	closer io.Closer // the open file of OpenFile
+}
+
+// Close closes the file OpenFile opened (its tensors' data can no longer be read); nothing
+// for a File that holds its data.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	err := f.closer.Close()
+	f.closer = nil
+	return err
 }
 
 // Get returns the tensor with the given name.

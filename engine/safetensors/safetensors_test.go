@@ -211,6 +211,19 @@ func TestReadCorrupt(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "safetensors: ") {
 				t.Errorf("error %q does not mention %q", err, tc.want)
 			}
+			// OpenFile checks the same layout from the header alone
+			path := filepath.Join(t.TempDir(), "bad.safetensors")
+			if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := OpenFile(path)
+			if err == nil {
+				f.Close()
+				t.Fatalf("OpenFile accepted %q", tc.file)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("OpenFile error %q does not mention %q and the path", err, tc.want)
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,47 @@ func TestSource(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"bad"`) {
 			t.Errorf("%s: error %v, want one naming the tensor and %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestOpenFile: a file opened lazily gives the same tensors, bytes and metadata as one
+// read whole, each tensor's data read when asked; after Close the data cannot be read.
+func TestOpenFile(t *testing.T) {
+	a, _ := FromFloat32("a", []int64{2, 2}, []float32{1, 2, 3, 4})
+	b, _ := FromFloat64("b", []int64{3}, []float64{-1, 0.5, 9})
+	empty := Tensor{Name: "c", DType: F32, Shape: []int64{0}, Data: []byte{}}
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	if err := WriteFile(path, []Tensor{a, empty, b}, map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy.Metadata["k"] != "v" || len(lazy.Tensors) != len(whole.Tensors) {
+		t.Fatalf("metadata %v, %d tensors; want k=v and %d", lazy.Metadata, len(lazy.Tensors), len(whole.Tensors))
+	}
+	for i, w := range whole.Tensors {
+		l := lazy.Tensors[i]
+		if l.Data != nil || l.Source == nil {
+			t.Fatalf("%s: opened with its data in memory", l.Name)
+		}
+		got, err := l.Bytes()
+		if err != nil || l.Name != w.Name || !bytes.Equal(got, w.Data) {
+			t.Fatalf("%s: %v %v, want %s %v", l.Name, got, err, w.Name, w.Data)
+		}
+	}
+	if v, err := lazy.Tensors[len(lazy.Tensors)-1].Float64s(); err != nil || v[2] != 9 {
+		t.Fatalf("Float64s: %v %v", v, err)
+	}
+	if err := lazy.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lazy.Tensors[0].Bytes(); err == nil {
+		t.Fatal("read a tensor after Close")
 	}
 }
