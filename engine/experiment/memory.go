@@ -73,7 +73,7 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		// client groups (train.workers, train.stack): the groups' own models beside the
 		// round's stack, and with several threads an evaluation chunk for each
 		floats += params * k
-		if threads := min(fc.Workers, len(groups)); threads > 1 {
+		if threads := fc.GroupThreads(int(k)); threads > 1 {
 			floats += params * float64(threads) * chunk
 		}
 	}

@@ -110,26 +110,36 @@ func (r *Run) allReduceFloats(vs ...*float64) error {
 	if !r.distributed() {
 		return nil
 	}
-	s := cuda.NewScope()
-	defer s.Close()
 	host := make([]float64, len(vs))
 	for i, v := range vs {
 		host[i] = *v
 	}
-	t := cuda.FromSlice(s, r.cfg.Group.Device(), host)
+	if err := r.allReduceHost(host); err != nil {
+		return err
+	}
+	for i, v := range vs {
+		*v = host[i]
+	}
+	return nil
+}
+
+// allReduceHost sums the host values v across the ranks in place, in float64 on the
+// group's device.
+func (r *Run) allReduceHost(v []float64) error {
+	s := cuda.NewScope()
+	defer s.Close()
+	t := cuda.FromSlice(s, r.cfg.Group.Device(), v)
 	if err := s.Err(); err != nil {
 		return err
 	}
 	if err := r.allReduce(t); err != nil {
 		return err
 	}
-	out, err := t.Float64s()
+	sum, err := t.Float64s()
 	if err != nil {
 		return err
 	}
-	for i, v := range vs {
-		*v = out[i]
-	}
+	copy(v, sum)
 	return nil
 }
 
@@ -172,21 +182,11 @@ func (r *Run) gatherEval(res *EvalResult, mine, all []int) error {
 	for _, c := range mine {
 		v[c], v[n+c], v[2*n+c], v[3*n+c] = float64(res.Correct[c]), float64(res.Count[c]), res.Accuracy[c], res.Loss[c]
 	}
-	s := cuda.NewScope()
-	defer s.Close()
-	t := cuda.FromSlice(s, r.cfg.Group.Device(), v)
-	if err := s.Err(); err != nil {
-		return err
-	}
-	if err := r.allReduce(t); err != nil {
-		return err
-	}
-	sum, err := t.Float64s()
-	if err != nil {
+	if err := r.allReduceHost(v); err != nil {
 		return err
 	}
 	for _, c := range all {
-		res.Correct[c], res.Count[c], res.Accuracy[c], res.Loss[c] = int(sum[c]), int(sum[n+c]), sum[2*n+c], sum[3*n+c]
+		res.Correct[c], res.Count[c], res.Accuracy[c], res.Loss[c] = int(v[c]), int(v[n+c]), v[2*n+c], v[3*n+c]
 	}
 	return nil
 }

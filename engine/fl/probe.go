@@ -20,7 +20,7 @@ func (r *Run) ClientsAtOnce() int {
 	for _, m := range r.groups.train {
 		largest = max(largest, int(m.Params().List[0].T.Size(0)))
 	}
-	return largest * min(r.Workers(), len(r.groups.train))
+	return largest * r.Workers()
 }
 
 // ProbeActivations measures the bytes one client's training step holds besides the

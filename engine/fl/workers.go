@@ -59,6 +59,12 @@ func (c Config) GroupSizes(k int) []int {
 	return sizes
 }
 
+// GroupThreads is how many worker threads train groups of the sizes GroupSizes(k) gives:
+// Workers, at most one per group (1: the groups in turn on the round's thread).
+func (c Config) GroupThreads(k int) int {
+	return min(max(c.Workers, 1), len(c.GroupSizes(k)))
+}
+
 // buildGroups makes the models of the groups sharing k clients per round, and one
 // evaluation model per worker thread beyond the first when several threads train;
 // nothing for a single group.
@@ -74,7 +80,7 @@ func (r *Run) buildGroups(k int, g *cuda.Generator) error {
 		}
 		r.groups.train = append(r.groups.train, m)
 	}
-	if threads := min(max(r.cfg.Workers, 1), len(sizes)); threads > 1 {
+	if threads := r.cfg.GroupThreads(k); threads > 1 {
 		for range threads {
 			m, err := r.build(r.cfg.EvalChunk, g)
 			if err != nil {
