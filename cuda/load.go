@@ -147,13 +147,60 @@ func LiveGenerators() int64 {
 	return nativeLiveGenerators()
 }
 
-// SetNumThreads sets libtorch's intra-op thread count (at::set_num_threads). On a GPU
-// machine a small number avoids OpenMP threads competing with the driving goroutine.
+// SetNumThreads sets the intra-op thread count of libtorch (at::set_num_threads) and of
+// OpenBLAS's own thread pool, on every OS thread that calls into the library afterwards.
+// Until it is called the count is 1, or what OMP_NUM_THREADS or MKL_NUM_THREADS says when
+// the environment sets either: never libtorch's machine-chosen default, so a run rounds
+// alike on machines whose CPUs libtorch counts differently. pfl's parallelism on the CPU
+// is its client groups (train.workers), each on one intra-op thread.
 func SetNumThreads(n int) error {
 	if err := Load(); err != nil {
 		return err
 	}
 	return nativeSetNumThreads(n)
+}
+
+// BLASBuild is how the BLAS under libtorch runs its threads (OpenBLAS's openblas_get_parallel).
+type BLASBuild int
+
+// The BLAS builds ThreadState tells apart.
+const (
+	BLASUnknown BLASBuild = -1 // not OpenBLAS
+	BLASSerial  BLASBuild = 0  // OpenBLAS without threads
+	BLASPthread BLASBuild = 1  // OpenBLAS's pthreads build: one pool per process
+	BLASOpenMP  BLASBuild = 2  // OpenBLAS's OpenMP build: each thread's OpenMP count
+)
+
+// String names the build as Debian's packages do.
+func (b BLASBuild) String() string {
+	switch b {
+	case BLASSerial:
+		return "OpenBLAS serial"
+	case BLASPthread:
+		return "OpenBLAS pthreads"
+	case BLASOpenMP:
+		return "OpenBLAS OpenMP"
+	}
+	return "not OpenBLAS"
+}
+
+// ThreadState is what the calling OS thread computes with.
+type ThreadState struct {
+	OpenMP    int       // the thread's OpenMP count (omp_get_max_threads); -1 without OpenMP
+	Torch     int       // libtorch's intra-op count on this thread (at::get_num_threads)
+	BLAS      int       // OpenBLAS's thread count; -1 without OpenBLAS
+	BLASBuild BLASBuild // which OpenBLAS runs under libtorch
+}
+
+// CurrentThreadState reports the thread counts of the OS thread it runs on (lock the
+// goroutine to its thread to ask about a particular one). It does not install the configured
+// count first, as every other call does, so a thread that never called in shows the OpenMP
+// runtime's default; 0 values when the library cannot load.
+func CurrentThreadState() ThreadState {
+	if Load() != nil {
+		return ThreadState{}
+	}
+	return nativeThreadState()
 }
 
 // SetMatmulPrecision sets libtorch's float32 matmul precision for the process

@@ -34,6 +34,7 @@ static int64_t t_live_tensors(const pfl_api *a) { return a->live_tensors(); }
 static int64_t t_live_generators(const pfl_api *a) { return a->live_generators(); }
 static void t_host_cache_release(const pfl_api *a) { a->host_cache_release(); }
 static int32_t t_host_cache_stats(const pfl_api *a, int64_t *out) { return a->host_cache_stats(out); }
+static void t_thread_state(const pfl_api *a, int32_t *out) { a->thread_state(out); }
 static int32_t t_set_num_threads(const pfl_api *a, int32_t n, pfl_status *st) { return a->set_num_threads(n, st); }
 static int32_t t_from_data(const pfl_api *a, const void *d, int32_t dt, const int64_t *dims, int32_t nd,
 	int32_t devt, int32_t devi, pfl_tensor *out, pfl_meta *m, pfl_status *st) {
@@ -199,6 +200,12 @@ func nativeHostCacheStats() (HostCacheStats, bool) {
 		return HostCacheStats{}, false
 	}
 	return HostCacheStats{IdleBytes: int64(out[0]), LiveBytes: int64(out[1]), Hits: int64(out[2]), Misses: int64(out[3])}, true
+}
+
+func nativeThreadState() ThreadState {
+	var out [4]C.int32_t
+	C.t_thread_state(api, &out[0])
+	return ThreadState{OpenMP: int(out[0]), Torch: int(out[1]), BLAS: int(out[2]), BLASBuild: BLASBuild(out[3])}
 }
 
 func nativeSetNumThreads(n int) error {

@@ -23,6 +23,20 @@ if [ -n "$unformatted" ]; then
 fi
 bash scripts/gpu-preflight-test.sh
 export PFL_REQUIRE_TEST_DATA=1
+# OpenBLAS's pthreads build, unpacked (not installed) for the threading test: Debian's
+# alternatives prefer it to the OpenMP build whenever both are installed.
+blas_root="${XDG_CACHE_HOME:-$HOME/.cache}/pfl/openblas-pthread"
+if ! blas_lib=$(find "$blas_root" -path '*/openblas-pthread/libblas.so.3' 2>/dev/null | head -n 1) || [ -z "$blas_lib" ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  deb_dir=$(mktemp -d)
+  (cd "$deb_dir" && { apt-get download -q libopenblas0-pthread || { $sudo apt-get update -q && apt-get download -q libopenblas0-pthread; }; })
+  mkdir -p "$blas_root"
+  dpkg -x "$deb_dir"/libopenblas0-pthread_*.deb "$blas_root"
+  rm -rf "$deb_dir"
+  blas_lib=$(find "$blas_root" -path '*/openblas-pthread/libblas.so.3' | head -n 1)
+fi
+export PFL_TEST_OPENBLAS_PTHREAD="$(dirname "$blas_lib")"
 # a package may take longer than go test's default 10 minutes on a busy 2-core machine
 go test -count=1 -timeout 30m ./...
 bash scripts/fuzz.sh

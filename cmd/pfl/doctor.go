@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 
 	"pfl/cuda"
@@ -12,7 +13,7 @@ import (
 // the torch it was built against, its capabilities, the devices and the threads.
 func doctor(args []string, out io.Writer) error {
 	fs := newFlags("doctor", out)
-	threads := fs.Int("threads", 0, "set libtorch's intra-op threads first (0: leave as is)")
+	threads := fs.Int("threads", 0, "set the intra-op threads first (0: leave as is)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,7 +43,12 @@ func doctor(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "fused SDPA:      %s\n", map[bool]string{true: "yes", false: "no (exact math fallback)"}[info.HasSDPA])
 	fmt.Fprintf(out, "CUDA build:      %s\n", yes(info.HasCUDA))
 	fmt.Fprintf(out, "CUDA graphs:     %s\n", yes(info.HasCUDAGraphs))
-	fmt.Fprintf(out, "threads:         %d intra-op\n", info.NumThreads)
+	fmt.Fprintf(out, "threads:         %d intra-op per worker (%s)\n", info.NumThreads, threadSource())
+	if ts := cuda.CurrentThreadState(); ts.BLASBuild != cuda.BLASUnknown {
+		fmt.Fprintf(out, "BLAS:            %v, %d thread(s)\n", ts.BLASBuild, ts.BLAS)
+	} else {
+		fmt.Fprintln(out, "BLAS:            not OpenBLAS (its threads are its own)")
+	}
 	if !info.HasCUDA {
 		fmt.Fprintln(out, "devices:         cpu (build the CUDA library on a GPU machine with bash bench/gpu.sh)")
 		return nil
@@ -65,4 +71,15 @@ func doctor(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  cuda:%d  %s, %.1f of %.1f GiB free\n", i, name, float64(free)/(1<<30), float64(total)/(1<<30))
 	}
 	return nil
+}
+
+// threadSource says where the intra-op count comes from: the environment, else pfl's
+// default of one thread per worker (the library's, whatever libtorch would choose).
+func threadSource() string {
+	for _, v := range []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS"} {
+		if n, ok := os.LookupEnv(v); ok {
+			return v + "=" + n
+		}
+	}
+	return "default; OMP_NUM_THREADS changes it"
 }

@@ -3,7 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <mutex>
 #include <new>
 
 #include "internal.h"
@@ -18,9 +21,47 @@ std::atomic<int64_t> g_live_tensors{0};
 std::atomic<int64_t> g_live_generators{0};
 std::atomic<int32_t> g_threads{0};
 
+// OpenBLAS's own entry points, looked up at run time: libtorch reaches BLAS through
+// libblas.so.3, which Debian's alternatives point at OpenBLAS's OpenMP, pthreads or serial
+// build, or at another BLAS that has none of them.
+// Go opens this library with RTLD_LOCAL, so its dependencies are not in the global scope:
+// the BLAS libtorch loaded is found by its soname (RTLD_NOLOAD: only if already loaded).
+namespace {
+using blas_set_fn = void (*)(int);
+using blas_get_fn = int (*)();
+void *blas_symbol(const char *name) {
+  for (const char *lib : {"libblas.so.3", "libopenblas.so.0"}) {
+    if (void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD)) {
+      void *f = dlsym(h, name);
+      dlclose(h);  // drops the reference NOLOAD took; libtorch keeps the library loaded
+      if (f) return f;
+    }
+  }
+  return dlsym(RTLD_DEFAULT, name);
+}
+blas_set_fn blas_set_threads() {
+  static blas_set_fn f = reinterpret_cast<blas_set_fn>(blas_symbol("openblas_set_num_threads"));
+  return f;
+}
+blas_get_fn blas_get(const char *name) { return reinterpret_cast<blas_get_fn>(blas_symbol(name)); }
+}  // namespace
+
+// at::get_num_threads is this OS thread's OpenMP count (nthreads-var, per thread; libtorch
+// installs its configured count on a thread's first call), and at::set_num_threads sets it
+// for the calling thread, through the OpenMP runtime libtorch itself uses.
 void ensure_threads() {
   int32_t n = g_threads.load(std::memory_order_relaxed);
   if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
+
+void apply_threads(int32_t n) {
+  g_threads.store(n);
+  at::set_num_threads(n);
+  // OpenBLAS's pthreads build runs its own pool, sized once from OMP_NUM_THREADS or the CPU
+  // count and shared by every calling thread: left alone it adds its threads to the workers'
+  // (oversubscribed cores, and products that round differently with the pool's size). Its
+  // OpenMP build follows each thread's OpenMP count, which ensure_threads sets.
+  if (auto set = blas_set_threads()) set(n);
 }
 
 at::ScalarType to_scalar_type(int32_t dtype) {
@@ -285,9 +326,53 @@ static int64_t api_live_generators() { return g_live_generators.load(); }
 static int32_t api_set_num_threads(int32_t n, pfl_status *st) {
   PFL_TRY
   if (n < 1) throw ArgError("thread count must be >= 1, got " + std::to_string(n));
-  g_threads.store(n);
-  at::set_num_threads(n);
+  apply_threads(n);
+  ensure_threads();
   PFL_CATCH(st, "set_num_threads")
+}
+
+// init_threads sets the process's intra-op count when the library loads. An explicit
+// OMP_NUM_THREADS or MKL_NUM_THREADS is libtorch's and BLAS's own (they read it) and is
+// kept. Otherwise the count is 1, not libtorch's default (its count of physical cores, which
+// cpuinfo reads as 1 on some 2-CPU VMs and 2 on others): pfl parallelizes a round over
+// client groups (train.workers), and a reduction's rounding depends on its thread count, so a
+// machine-chosen count would make the same run give other bits on another machine.
+// OPENBLAS_NUM_THREADS, when set, stays OpenBLAS's.
+static void init_threads() {
+  if (std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS")) {
+    g_threads.store(static_cast<int32_t>(at::get_num_threads()));
+    return;
+  }
+  g_threads.store(1);
+  at::set_num_threads(1);
+  if (auto set = blas_set_threads(); set && !std::getenv("OPENBLAS_NUM_THREADS")) set(1);
+}
+
+// omp_max_threads is omp_get_max_threads of the OpenMP runtime libtorch uses (a CUDA
+// build's torch may bundle its own libgomp): looked up among libtorch's dependencies.
+static int32_t omp_max_threads() {
+  using fn = int (*)();
+  static fn f = [] {
+    Dl_info info{};
+    void *self = reinterpret_cast<void *>(&at::get_num_threads);
+    if (!dladdr(self, &info) || !info.dli_fname) return fn(nullptr);
+    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return fn(nullptr);
+    fn g = reinterpret_cast<fn>(dlsym(h, "omp_get_max_threads"));
+    dlclose(h);
+    return g;
+  }();
+  return f ? f() : -1;
+}
+
+static void api_thread_state(int32_t *out) {
+  if (!out) return;
+  out[0] = omp_max_threads();
+  out[1] = at::get_num_threads();
+  auto count = blas_get("openblas_get_num_threads");
+  auto kind = blas_get("openblas_get_parallel");
+  out[2] = count ? count() : -1;
+  out[3] = kind ? kind() : -1;
 }
 
 static int32_t api_tensor_from_data(const void *data, int32_t dtype, const int64_t *dims,
@@ -551,6 +636,7 @@ static const pfl_api k_api = {
     pfl_pg_all_gather,
     pfl_pg_barrier,
     pfl_pg_free,
+    api_thread_state,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,
@@ -564,9 +650,8 @@ __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_
     }
     return nullptr;
   }
-  // The default is the count libtorch chose for the loading thread.
-  int32_t none = 0;
-  g_threads.compare_exchange_strong(none, static_cast<int32_t>(at::get_num_threads()));
+  static std::once_flag once;
+  std::call_once(once, init_threads);
   set_ok(st);
   return &k_api;
 }

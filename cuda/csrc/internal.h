@@ -39,6 +39,9 @@ extern std::atomic<int64_t> g_live_tensors;
 // thread-dependent count, and summation order, from one call to the next.
 extern std::atomic<int32_t> g_threads;
 void ensure_threads();
+// apply_threads makes n the intra-op count of libtorch, of OpenBLAS's pool, and (through
+// ensure_threads) of every OS thread that calls in.
+void apply_threads(int32_t n);
 extern std::atomic<int64_t> g_live_generators;
 
 // ArgError is thrown for bad arguments from the caller; it maps to PFL_ERR_ARG.

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 7
+#define PFL_ABI_MINOR 8
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -280,6 +280,9 @@ typedef struct pfl_api {
   int32_t (*caps)(pfl_caps *out, pfl_status *st);
   int64_t (*live_tensors)(void);
   int64_t (*live_generators)(void);
+  /* set_num_threads makes n the intra-op thread count of libtorch, of OpenBLAS (its pthreads
+   * pool; its OpenMP build follows each thread's count) and of every OS thread that calls in.
+   * Until it is called the count is 1, or what OMP_NUM_THREADS or MKL_NUM_THREADS gives. */
   int32_t (*set_num_threads)(int32_t n, pfl_status *st);
 
   /* tensors */
@@ -394,6 +397,14 @@ typedef struct pfl_api {
   int32_t (*pg_all_gather)(pfl_pg pg, pfl_tensor out, pfl_tensor in, pfl_status *st);
   int32_t (*pg_barrier)(pfl_pg pg, pfl_status *st);
   void (*pg_free)(pfl_pg pg);
+
+  /* Added in ABI 1.8: thread_state fills out[0..3] with what the calling OS thread computes
+   * with: its OpenMP thread count (omp_get_max_threads, per thread; -1 without OpenMP),
+   * libtorch's intra-op count (at::get_num_threads), OpenBLAS's thread count (openblas_get_num_threads; -1 without
+   * OpenBLAS) and OpenBLAS's build (openblas_get_parallel: 0 serial, 1 pthreads, 2 OpenMP;
+   * -1 without OpenBLAS). It does not call ensure_threads: a thread that has not called in yet
+   * reports the OpenMP runtime's default in out[0]. */
+  void (*thread_state)(int32_t *out);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

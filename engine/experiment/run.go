@@ -180,6 +180,9 @@ func interrupted(ctx context.Context, stage string) error {
 // prepare loads and partitions the data, uploads it and builds the run, checking ctx
 // between the stages; it writes nothing.
 func prepare(ctx context.Context, cfg Config) (*session, error) {
+	if err := useThreads(); err != nil { // before the first tensor op: the data's too
+		return nil, err
+	}
 	dev, _ := cuda.ParseDevice(cfg.Device)
 	if g := dist.FromContext(ctx); g != nil && dev.IsCUDA() {
 		dev = g.Device() // each rank its own GPU
@@ -263,10 +266,6 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
 		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk, EvalBatch: t.EvalBatch,
 		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g, Workers: workersFor(t, dev), Stack: t.Stack}
-	if err := useWorkers(fc.Workers); err != nil {
-		se.closeData()
-		return err
-	}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}

@@ -26,26 +26,24 @@ func workersFor(t TrainConfig, dev cuda.Device) int {
 	if procs := envInt("LOCAL_WORLD_SIZE", envInt(dist.EnvWorldSize, 1)); procs > 1 {
 		n /= procs
 	}
-	if threads := envInt("OMP_NUM_THREADS", 0); threads > 1 {
+	if threads := threadsPerWorker(); threads > 1 {
 		n /= threads
 	}
 	return max(n, 1)
 }
 
-// useWorkers prepares libtorch's threads for workers client groups: each group runs on
-// one intra-op thread, unless the environment sets OMP_NUM_THREADS or MKL_NUM_THREADS
-// (an explicit setting wins). libtorch's own default (its count of physical cores) would
-// give every group that many threads, oversubscribing the CPUs.
-func useWorkers(workers int) error {
-	if workers < 2 {
-		return nil
-	}
-	for _, v := range []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS"} {
-		if _, set := os.LookupEnv(v); set {
-			return nil
-		}
-	}
-	return cuda.SetNumThreads(1)
+// threadsPerWorker is the intra-op thread count a run computes with: OMP_NUM_THREADS (else
+// MKL_NUM_THREADS) when the environment sets it, as libtorch and OpenMP read them; else 1.
+// Each client group then runs on one thread, and the workers use the CPUs.
+func threadsPerWorker() int {
+	return envInt("OMP_NUM_THREADS", envInt("MKL_NUM_THREADS", 1))
+}
+
+// useThreads installs threadsPerWorker for the run, whatever the process computed with
+// before (a test binary runs many runs in one process): a reduction's rounding depends on
+// its thread count, so a run must not inherit one.
+func useThreads() error {
+	return cuda.SetNumThreads(threadsPerWorker())
 }
 
 // envInt is the environment variable name as a positive integer, else def.
