@@ -152,7 +152,8 @@ func LiveGenerators() int64 {
 // Until it is called the count is 1, or what OMP_NUM_THREADS or MKL_NUM_THREADS says when
 // the environment sets either: never libtorch's machine-chosen default, so a run rounds
 // alike on machines whose CPUs libtorch counts differently. pfl's parallelism on the CPU
-// is its client groups (train.workers), each on one intra-op thread.
+// is its client groups (train.workers), each on one intra-op thread. An explicit
+// OPENBLAS_NUM_THREADS is left to OpenBLAS.
 func SetNumThreads(n int) error {
 	if err := Load(); err != nil {
 		return err

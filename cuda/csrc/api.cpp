@@ -60,8 +60,9 @@ void apply_threads(int32_t n) {
   // OpenBLAS's pthreads build runs its own pool, sized once from OMP_NUM_THREADS or the CPU
   // count and shared by every calling thread: left alone it adds its threads to the workers'
   // (oversubscribed cores, and products that round differently with the pool's size). Its
-  // OpenMP build follows each thread's OpenMP count, which ensure_threads sets.
-  if (auto set = blas_set_threads()) set(n);
+  // OpenMP build follows each thread's OpenMP count, which ensure_threads sets. An explicit
+  // OPENBLAS_NUM_THREADS stays OpenBLAS's.
+  if (auto set = blas_set_threads(); set && !std::getenv("OPENBLAS_NUM_THREADS")) set(n);
 }
 
 at::ScalarType to_scalar_type(int32_t dtype) {
@@ -343,9 +344,7 @@ static void init_threads() {
     g_threads.store(static_cast<int32_t>(at::get_num_threads()));
     return;
   }
-  g_threads.store(1);
-  at::set_num_threads(1);
-  if (auto set = blas_set_threads(); set && !std::getenv("OPENBLAS_NUM_THREADS")) set(1);
+  apply_threads(1);
 }
 
 // omp_max_threads is omp_get_max_threads of the OpenMP runtime libtorch uses (a CUDA

@@ -282,7 +282,8 @@ typedef struct pfl_api {
   int64_t (*live_generators)(void);
   /* set_num_threads makes n the intra-op thread count of libtorch, of OpenBLAS (its pthreads
    * pool; its OpenMP build follows each thread's count) and of every OS thread that calls in.
-   * Until it is called the count is 1, or what OMP_NUM_THREADS or MKL_NUM_THREADS gives. */
+   * Until it is called the count is 1, or what OMP_NUM_THREADS or MKL_NUM_THREADS gives. An
+   * explicit OPENBLAS_NUM_THREADS is left to OpenBLAS. */
   int32_t (*set_num_threads)(int32_t n, pfl_status *st);
 
   /* tensors */
