@@ -62,7 +62,7 @@ func benchCmd(args []string, out io.Writer) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for i, f := range ints {
 		if set[f.name] && vals[i] < f.least {
-			return fmt.Errorf("-%s %d: want >= %d", f.name, vals[i], f.least)
+			return fmt.Errorf("-%s %d (%s): want >= %d", f.name, vals[i], f.usage, f.least)
 		}
 	}
 	var ws []harness.Workload
