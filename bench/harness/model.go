@@ -28,7 +28,8 @@ func (s ModelSpec) Builder(classes int64, dev cuda.Device) (fl.Builder, error) {
 }
 
 // Count is one sample's forward multiply-accumulates and one client's parameters,
-// counted by the model from its configuration (nothing is allocated).
+// counted by the model from its configuration (nothing is allocated). The workloads'
+// models are fixed sizes (no bench flag resizes them), whose counts fit an int64.
 func (s ModelSpec) Count(classes int64) (macs, params int64, err error) {
 	build, err := s.Builder(classes, cuda.CPU)
 	if err != nil {
@@ -39,5 +40,5 @@ func (s ModelSpec) Count(classes int64) (macs, params int64, err error) {
 		return 0, 0, err
 	}
 	defer m.Close()
-	return m.MACs(), m.Params().Count(), nil
+	return int64(m.MACs()), m.Params().Count(), nil
 }

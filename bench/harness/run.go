@@ -96,7 +96,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	}
 	for i := 0; i < w.Warmup; i++ {
 		if _, _, err := round(i); err != nil {
-			return nil, fmt.Errorf("harness: %s: warm-up round %d: %w", w.Name, i, err)
+			return nil, fmt.Errorf("harness: %s: warm-up round %d: %w", w.Name, i+1, err)
 		}
 	}
 	handles := cuda.LiveTensors()
@@ -111,7 +111,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	for i := w.Warmup; i < w.Warmup+w.Measure; i++ {
 		m, wall, err := round(i)
 		if err != nil {
-			return nil, fmt.Errorf("harness: %s: round %d: %w", w.Name, i, err)
+			return nil, fmt.Errorf("harness: %s: round %d (timed round %d): %w", w.Name, i+1, i-w.Warmup+1, err)
 		}
 		rounds, walls = append(rounds, m), append(walls, wall)
 	}

@@ -193,7 +193,10 @@ func (w Workload) experiment() experiment.Config {
 	if w.Model.Image > 0 && w.Model.Image != 32 {
 		d.ImageSize = int(w.Model.Image)
 	}
-	cfg.Model.Preset, cfg.Model.Depth = w.Model.Preset, w.Model.Depth
+	cfg.Model.Preset = w.Model.Preset
+	if w.Model.Depth != 0 { // 0: the preset's, which the experiment spells unset
+		cfg.Model.Depth = new(w.Model.Depth)
+	}
 	t := &cfg.Train
 	t.Rounds, t.Participation = w.Warmup+w.Measure+1, float64(w.PerRound)/float64(w.Clients)
 	t.Epochs, t.Batch, t.LR = w.Epochs, w.Batch, w.LR

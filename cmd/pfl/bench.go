@@ -24,19 +24,20 @@ func benchCmd(args []string, out io.Writer) error {
 	eager := fs.Bool("eager", false, "run the training steps eagerly on CUDA instead of replaying them as CUDA graphs")
 	ints := []struct {
 		name, usage string
+		least       int // the smallest value the flag takes
 		field       func(*harness.Workload) *int
 	}{
-		{"warmup", "untimed rounds before timing", func(w *harness.Workload) *int { return &w.Warmup }},
-		{"measure", "timed rounds", func(w *harness.Workload) *int { return &w.Measure }},
-		{"clients", "clients N", func(w *harness.Workload) *int { return &w.Clients }},
-		{"per-round", "clients sampled per round K", func(w *harness.Workload) *int { return &w.PerRound }},
-		{"epochs", "local epochs", func(w *harness.Workload) *int { return &w.Epochs }},
-		{"batch", "samples per client per step", func(w *harness.Workload) *int { return &w.Batch }},
-		{"samples", "training samples per client", func(w *harness.Workload) *int { return &w.TrainPerClient }},
-		{"test-samples", "test samples per client", func(w *harness.Workload) *int { return &w.TestPerClient }},
-		{"rounds", "rounds of the full run (for the projection)", func(w *harness.Workload) *int { return &w.Rounds }},
-		{"eval-every", "rounds between evaluations of the full run (0: after the last only)", func(w *harness.Workload) *int { return &w.EvalEvery }},
-		{"eval-chunk", "clients per stacked evaluation pass (0: clients per round)", func(w *harness.Workload) *int { return &w.EvalChunk }},
+		{"warmup", "untimed rounds before timing", 0, func(w *harness.Workload) *int { return &w.Warmup }},
+		{"measure", "timed rounds", 1, func(w *harness.Workload) *int { return &w.Measure }},
+		{"clients", "clients N", 1, func(w *harness.Workload) *int { return &w.Clients }},
+		{"per-round", "clients sampled per round K", 1, func(w *harness.Workload) *int { return &w.PerRound }},
+		{"epochs", "local epochs", 1, func(w *harness.Workload) *int { return &w.Epochs }},
+		{"batch", "samples per client per step", 1, func(w *harness.Workload) *int { return &w.Batch }},
+		{"samples", "training samples per client", 1, func(w *harness.Workload) *int { return &w.TrainPerClient }},
+		{"test-samples", "test samples per client", 1, func(w *harness.Workload) *int { return &w.TestPerClient }},
+		{"rounds", "rounds of the full run (for the projection)", 1, func(w *harness.Workload) *int { return &w.Rounds }},
+		{"eval-every", "rounds between evaluations of the full run (0: after the last only)", 0, func(w *harness.Workload) *int { return &w.EvalEvery }},
+		{"eval-chunk", "clients per stacked evaluation pass (0: clients per round)", 0, func(w *harness.Workload) *int { return &w.EvalChunk }},
 	}
 	vals := make([]int, len(ints))
 	for i, f := range ints {
@@ -56,6 +57,13 @@ func benchCmd(args []string, out io.Writer) error {
 		fmt.Fprintln(out, "pfl bench: name a workload (or all)")
 		fs.Usage()
 		return errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for i, f := range ints {
+		if set[f.name] && vals[i] < f.least {
+			return fmt.Errorf("-%s %d (%s): want >= %d", f.name, vals[i], f.usage, f.least)
+		}
 	}
 	var ws []harness.Workload
 	for _, n := range names {
@@ -92,8 +100,6 @@ func benchCmd(args []string, out io.Writer) error {
 		}
 		defer jsonFile.Close()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var reports []*harness.Report
 	for _, w := range ws {
 		if small {

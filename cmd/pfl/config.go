@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -15,6 +17,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"pfl/configs"
+	"pfl/cuda"
+	"pfl/engine/dist"
 	"pfl/engine/experiment"
 )
 
@@ -27,9 +31,10 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 // loadConfig reads an experiment config over the defaults: the file (YAML, or JSON for a
 // run's config.json; empty path: the embedded demo), then PFL_* environment variables
 // (PFL_TRAIN_ROUNDS=10 sets train.rounds), then --set overrides, decoded into the typed
-// struct. An unknown key, a value of the wrong type (3.7 for a count) and an empty file are
-// errors naming the key or file; a key the sources do not name keeps its default, and a
-// key they name keeps their value, zero included.
+// struct. An unknown key, a value of the wrong type (3.7 for a count), a key given no
+// value and an empty file are errors naming the key and the source that gave it (the file,
+// the variable or --set); a key the sources do not name keeps its default, and a key they
+// name keeps their value, zero included.
 func loadConfig(path string, sets []string) (experiment.Config, error) {
 	where := path
 	var src []byte
@@ -54,7 +59,35 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	if len(v.AllKeys()) == 0 {
 		return experiment.Config{}, fmt.Errorf("%s sets no key; write the keys to change (configs/ has examples), or run without -c for the demo", where)
 	}
-	if err := applyEnv(v, os.Environ()); err != nil {
+	// Each value is checked, and converted to its key's type, where it comes from, so that
+	// an error blames the file, the variable or the --set that gave it. A run's config.json
+	// writes "" and null for keys left unset, so only a written config must give each key
+	// it names a value.
+	fields := configFields()
+	strict := !strings.HasSuffix(path, ".json")
+	// unset holds the optional keys a later source unset (null): viper cannot unset a key
+	// the file sets, so they are cleared after decoding
+	unset := map[string]bool{}
+	put := func(key string, val any) {
+		if val == nil {
+			unset[key] = true
+			return
+		}
+		delete(unset, key)
+		v.Set(key, val)
+	}
+	for _, key := range v.AllKeys() {
+		t, ok := fields[key]
+		if !ok {
+			continue // the sweep block, read below; an unknown key, which decoding names
+		}
+		val, problem := typedValue(t, v.Get(key), strict)
+		if problem != "" {
+			return experiment.Config{}, fmt.Errorf("config (%s): %s: %s", where, key, problem)
+		}
+		put(key, val)
+	}
+	if err := applyEnv(put, os.Environ(), fields); err != nil {
 		return experiment.Config{}, err
 	}
 	for _, s := range sets {
@@ -62,7 +95,23 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		if !ok || key == "" {
 			return experiment.Config{}, fmt.Errorf("--set %q: want key=value, e.g. train.rounds=10", s)
 		}
-		v.Set(key, setValue(val))
+		key = strings.ToLower(key) // as viper keys are
+		t, known := fields[key]
+		switch {
+		case key == "sweep" || strings.HasPrefix(key, "sweep."):
+			v.Set(key, setValue(val)) // checked with the sweep block below
+			continue
+		case !known:
+			return experiment.Config{}, fmt.Errorf("--set %s: no config key %s (keys are written section.key, as in configs/*.yaml)", s, key)
+		}
+		x, problem := typedValue(t, setValue(val), true)
+		if problem == noValue {
+			return experiment.Config{}, fmt.Errorf("--set %s: no value; write %s=<value>", s, key)
+		}
+		if problem != "" {
+			return experiment.Config{}, fmt.Errorf("--set %s: %s", key, problem)
+		}
+		put(key, x)
 	}
 	if v.IsSet("seed") && v.IsSet("seeds") {
 		return experiment.Config{}, fmt.Errorf("config (%s): seed and seeds are both set; keep seed for one run or seeds for one run per seed", where)
@@ -74,14 +123,15 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		Sweep             any `mapstructure:"sweep"`
 	}{Config: experiment.DefaultConfig()}
 	err = v.Unmarshal(&in, func(dc *mapstructure.DecoderConfig) {
-		dc.ErrorUnused = true      // a misspelt key is an error, not a silent default
-		dc.WeaklyTypedInput = true // --set and environment values arrive as strings
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(wholeNumbers, dc.DecodeHook)
+		dc.ErrorUnused = true // a misspelt key is an error, not a silent default
 	})
 	if err != nil {
 		return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
 	}
 	cfg := in.Config
+	for key := range unset {
+		clearKey(&cfg, key)
+	}
 	if in.Sweep != nil {
 		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
 			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
@@ -219,30 +269,167 @@ func yamlOrder(src []byte, section string) []string {
 	return out
 }
 
-// wholeNumbers refuses a fractional or out-of-range number for an integer key (YAML's
-// rounds: 3.7 would otherwise be truncated to 3, while --set train.rounds=3.7 is refused).
-func wholeNumbers(from, to reflect.Type, data any) (any, error) {
-	if from.Kind() != reflect.Float64 && from.Kind() != reflect.Float32 {
-		return data, nil
+// noValue is typedValue's problem with a key given no value.
+const noValue = "no value"
+
+// typedValue converts raw, a value as a source gives it (YAML's and JSON's strings,
+// numbers, booleans, lists and nulls; the strings and lists of environment variables and
+// --set), to a value of the key's type t, or says in plain words what keeps it from being
+// one ("3.7 is not a whole number", "-2 is negative"). An optional key (a pointer: the
+// model sizes, algorithm.hyper.lr) takes null, which leaves it unset (nil is returned).
+// Strict, any other key given no value (YAML's "rounds:", --set train.rounds=, an empty
+// variable) is an error: decoding would read it as 0, false or "", a value nobody wrote.
+func typedValue(t reflect.Type, raw any, strict bool) (any, string) {
+	if t.Kind() == reflect.Pointer && (raw == nil || raw == "null") {
+		return nil, "" // an optional key (model.depth) unset: the preset's or algorithm's
 	}
-	f := reflect.ValueOf(data).Float()
-	switch to.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
-			return nil, fmt.Errorf("%v is not a whole number in range", data)
+	if s, isString := raw.(string); raw == nil || (isString && s == "") {
+		if strict {
+			return nil, noValue
 		}
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if f != math.Trunc(f) || f < 0 || f >= 1<<64 {
-			return nil, fmt.Errorf("%v is not a whole non-negative number in range", data)
-		}
+		return raw, ""
 	}
-	return data, nil
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice {
+		var items []any
+		switch l := raw.(type) {
+		case []any:
+			items = l
+		case []string:
+			for _, s := range l {
+				items = append(items, s)
+			}
+		default:
+			items = []any{raw} // one value for a list: suite: fedavg
+		}
+		out := []any{} // an empty list stays a list (algorithm.local_roles: [])
+		for _, it := range items {
+			x, problem := typedValue(t.Elem(), it, strict)
+			if problem != "" {
+				return nil, problem
+			}
+			out = append(out, x)
+		}
+		return out, ""
+	}
+	text := valueText(raw)
+	switch raw.(type) {
+	case []any, []string, map[string]any:
+		return nil, fmt.Sprintf("%s is a list or section; want one value", text)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		f, ok := number(raw)
+		switch {
+		case !ok || f != math.Trunc(f) || math.IsInf(f, 0):
+			return nil, text + " is not a whole number"
+		case f < math.MinInt64 || f >= math.MaxInt64:
+			return nil, text + " is out of range"
+		}
+		if s, isString := raw.(string); isString {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return n, "" // exact, beyond float64's 2^53
+			}
+		}
+		return int64(f), ""
+	case reflect.Uint64:
+		f, ok := number(raw)
+		switch {
+		case !ok || f != math.Trunc(f) || math.IsInf(f, 0):
+			return nil, text + " is not a whole number"
+		case f < 0:
+			return nil, text + " is negative; want a whole number >= 0"
+		case f >= math.MaxUint64:
+			return nil, text + " is out of range"
+		}
+		if s, isString := raw.(string); isString {
+			if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+				return n, ""
+			}
+		}
+		switch n := raw.(type) {
+		case int:
+			return uint64(n), ""
+		case uint64:
+			return n, ""
+		}
+		return uint64(f), ""
+	case reflect.Float64:
+		f, ok := number(raw)
+		if !ok {
+			return nil, text + " is not a number"
+		}
+		return f, ""
+	case reflect.Bool:
+		switch b := raw.(type) {
+		case bool:
+			return b, ""
+		case string:
+			if v, err := strconv.ParseBool(b); err == nil {
+				return v, ""
+			}
+		}
+		return nil, text + " is not true or false"
+	case reflect.String:
+		return text, ""
+	}
+	return nil, fmt.Sprintf("a value of type %s, which this reader does not convert", t)
+}
+
+// number reads raw as a real number: a YAML or JSON number, or a string that spells one
+// (Inf and NaN included: Validate names the key that refuses them).
+func number(raw any) (float64, bool) {
+	switch x := raw.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil || errors.Is(err, strconv.ErrRange)
+	}
+	return 0, false
 }
 
 // configKeys lists every key of experiment.Config (data.clients, train.rounds, …) from the
-// struct's mapstructure tags.
+// struct's mapstructure tags, in the struct's order.
 func configKeys() []string {
 	var keys []string
+	walkConfig(func(key string, _ reflect.Type) { keys = append(keys, key) })
+	return keys
+}
+
+// configFields maps every key of experiment.Config to its field's type.
+func configFields() map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	walkConfig(func(key string, t reflect.Type) { fields[key] = t })
+	return fields
+}
+
+// clearKey sets the optional key (a pointer field) of cfg to nil.
+func clearKey(cfg *experiment.Config, key string) {
+	v := reflect.ValueOf(cfg).Elem()
+	for _, part := range strings.Split(key, ".") {
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).Tag.Get("mapstructure") == part {
+				v = v.Field(i)
+				break
+			}
+		}
+	}
+	if v.Kind() == reflect.Pointer {
+		v.SetZero()
+	}
+}
+
+// walkConfig calls visit with every key of experiment.Config and its field's type.
+func walkConfig(visit func(key string, t reflect.Type)) {
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
@@ -255,11 +442,10 @@ func configKeys() []string {
 				walk(prefix+name+".", f.Type)
 				continue
 			}
-			keys = append(keys, prefix+name)
+			visit(prefix+name, f.Type)
 		}
 	}
 	walk("", reflect.TypeOf(experiment.Config{}))
-	return keys
 }
 
 // envName is the environment variable of a key: train.eval_every is PFL_TRAIN_EVAL_EVERY.
@@ -267,9 +453,26 @@ func envName(key string) string {
 	return "PFL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// applyEnv sets every key whose PFL_* variable is in env (whether or not the file names the
-// key). A PFL_ variable that starts like a config section but names no key is an error.
-func applyEnv(v *viper.Viper, env []string) error {
+// ownVariables are the PFL_* environment variables that pfl, its native library, its
+// tests and its scripts read for purposes of their own; every other PFL_* variable must
+// name a config key, so that a misspelt one (PFL_TRAINN_ROUNDS) is not silently ignored.
+// Keep the list whole: a variable missing here makes every run under it fail.
+var ownVariables = []string{
+	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout,
+	"PFL_LEAK_LOG", "PFL_BACKTRACE", // debugging switches of cuda/ and the native library
+	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
+	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/
+	"PFL_NVCC_ARCH", "PFL_GPU_OUT", "PFL_BENCH_PRECISIONS",
+}
+
+// ownPrefix starts the variables of the command's own tests (PFL_TEST_AS_PFL, which makes
+// the test binary act as pfl, and the PFL_TEST_CHILD_* of its child processes).
+const ownPrefix = "PFL_TEST_"
+
+// applyEnv sets (put) every key whose PFL_* variable is in env (whether or not the file
+// names the key), converted to the key's type (fields). A PFL_ variable that names no key
+// and is not one of ownVariables is an error, as is a bad value, naming the variable.
+func applyEnv(put func(key string, val any), env []string, fields map[string]reflect.Type) error {
 	keys := configKeys()
 	byEnv := map[string]string{}
 	for _, k := range keys {
@@ -287,7 +490,17 @@ func applyEnv(v *viper.Viper, env []string) error {
 			continue
 		}
 		if key, ok := byEnv[name]; ok {
-			v.Set(key, setValue(val))
+			x, problem := typedValue(fields[key], setValue(val), true)
+			if problem == noValue {
+				return fmt.Errorf("environment variable %s (%s) is empty; give it a value or unset it", name, key)
+			}
+			if problem != "" {
+				return fmt.Errorf("environment variable %s (%s): %s", name, key, problem)
+			}
+			put(key, x)
+			continue
+		}
+		if slices.Contains(ownVariables, name) || strings.HasPrefix(name, ownPrefix) {
 			continue
 		}
 		for _, sec := range sections {
@@ -295,6 +508,8 @@ func applyEnv(v *viper.Viper, env []string) error {
 				return fmt.Errorf("environment variable %s names no config key (%s_* keys: %s)", name, envName(sec), strings.Join(keysOf(keys, sec), ", "))
 			}
 		}
+		return fmt.Errorf("environment variable %s names no config key (PFL_<KEY> sets a key: PFL_TRAIN_ROUNDS sets train.rounds) and is none of the variables pfl reads otherwise (%s); unset it",
+			name, strings.Join(ownVariables, ", "))
 	}
 	return nil
 }

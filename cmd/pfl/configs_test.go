@@ -48,7 +48,7 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	if cfg.Model.Preset == "resnet50" { // one Bottleneck per stage (a full ResNet-50 takes minutes here)
 		sets = append(sets, "model.depth=1")
 	}
-	if cfg.Model.Prefix.Mid != 0 {
+	if cfg.Model.Prefix.Mid != nil {
 		sets = append(sets, "model.prefix.mid=4")
 	}
 	return sets

@@ -52,6 +52,9 @@ func launchCmd(args []string, out io.Writer) error {
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d out of range", *port)
 	}
+	if *threads < 0 {
+		return fmt.Errorf("--threads %d: want >= 1, or 0 to leave OMP_NUM_THREADS to the environment", *threads)
+	}
 	if *port == 0 {
 		p, err := freePort()
 		if err != nil {

@@ -32,7 +32,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"partition", "-data", "synthetic:600", "-clients", "7", "-out", tmp}, 0, "7 clients"},
 		{[]string{"partition", "-data", "synthetic", "-method", "pathological", "-k", "11", "-out", tmp}, 1, "classes per client"},
 		{[]string{"partition", "-data", "imagenet"}, 1, "unknown dataset"},
-		{[]string{"train", "--set", "train.roundz=2"}, 1, "invalid keys: roundz"},
+		{[]string{"train", "--set", "train.roundz=2"}, 1, "--set train.roundz=2: no config key train.roundz"},
 		{[]string{"train", "--set", "rounds"}, 1, "want key=value"},
 		{[]string{"train", "-c", "/nonexistent.yaml"}, 1, "nonexistent.yaml"},
 		{[]string{"train", "--resume", "/nonexistent-run"}, 1, "config.json"},

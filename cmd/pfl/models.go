@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math/big"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -58,12 +59,12 @@ func modelsCmd(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		byRole := m.Params().CountByRole()
+		total, byRole := paramCounts(m.Params())
 		var roles []model.Role
 		for r := range byRole {
 			roles = append(roles, r)
 		}
-		sort.Slice(roles, func(i, j int) bool { return byRole[roles[i]] > byRole[roles[j]] })
+		sort.Slice(roles, func(i, j int) bool { return byRole[roles[i]].Cmp(byRole[roles[j]]) > 0 })
 		var parts []string
 		for _, r := range roles {
 			parts = append(parts, fmt.Sprintf("%s %s", r, human(byRole[r])))
@@ -72,8 +73,8 @@ func modelsCmd(args []string, out io.Writer) error {
 		if c == 0 {
 			c = p.Classes
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%s\t\n", p.Name, c, human(m.Params().Count()),
-			model.ForwardFLOPs(m)/1e9, model.TrainFLOPs(m)/1e9, strings.Join(parts, ", "))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", p.Name, c, human(total),
+			giga(model.ForwardFLOPs(m)), giga(model.TrainFLOPs(m)), strings.Join(parts, ", "))
 		m.Close()
 		listed++
 	}
@@ -87,8 +88,9 @@ func modelsCmd(args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// checkSizeFlags bounds the size flags: their counts multiply, and absurd sizes would
-// overflow the int64 counts.
+// checkSizeFlags bounds the size flags: no model anyone trains is larger, and the bound
+// keeps every dimension of a declared tensor within an int64 (the counts themselves are
+// kept in types that do not overflow: paramCounts, model.Model's MACs).
 func checkSizeFlags(s model.Spec) error {
 	for _, f := range []struct {
 		name string
@@ -109,9 +111,41 @@ const maxSize = 100_000
 // and counts of absurd heads would overflow.
 const maxClasses = 1_000_000
 
+// paramCounts counts the trainable elements of ps, in all and by role, exactly: the size
+// flags allow models (100,000 heads of width 100,000 in 100,000 blocks) whose counts, and
+// even one tensor's, exceed an int64 (model.Set's Count would wrap).
+func paramCounts(ps *model.Set) (*big.Int, map[model.Role]*big.Int) {
+	total, byRole := new(big.Int), map[model.Role]*big.Int{}
+	for _, p := range ps.List {
+		if p.Buffer {
+			continue
+		}
+		n := big.NewInt(1)
+		for _, d := range p.Shape {
+			n.Mul(n, big.NewInt(d))
+		}
+		if byRole[p.Role] == nil {
+			byRole[p.Role] = new(big.Int)
+		}
+		byRole[p.Role].Add(byRole[p.Role], n)
+		total.Add(total, n)
+	}
+	return total, byRole
+}
+
+// giga writes a FLOP count in GFLOP: three decimals, or four significant digits and an
+// exponent for the sizes where three decimals would print twenty digits.
+func giga(flops float64) string {
+	g := flops / 1e9
+	if g < 1e9 {
+		return fmt.Sprintf("%.3f", g)
+	}
+	return fmt.Sprintf("%.4g", g)
+}
+
 // human writes a count with thousands separators.
-func human(n int64) string {
-	s := fmt.Sprint(n)
+func human(n *big.Int) string {
+	s := n.String()
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}

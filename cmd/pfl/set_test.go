@@ -6,7 +6,7 @@ import (
 )
 
 func TestSetTakesLists(t *testing.T) {
-	cfg, err := loadConfig("../../configs/fedtp-shakespeare.yaml", []string{"suite=[fedavg, fedprox,fedper]", "model.preset=lstm", "model.depth=0", "train.rounds=7"})
+	cfg, err := loadConfig("../../configs/fedtp-shakespeare.yaml", []string{"suite=[fedavg, fedprox,fedper]", "model.preset=lstm", "model.depth=null", "train.rounds=7"})
 	if err != nil {
 		t.Fatal(err)
 	}

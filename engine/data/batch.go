@@ -342,7 +342,7 @@ type Batch struct {
 // (UploadConfig explains the order).
 func (d *DeviceImages) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	if step < 0 || step >= p.Steps {
-		s.Fail(fmt.Errorf("data: batch: step %d of %d", step, p.Steps))
+		s.Fail(fmt.Errorf("data: batch: step index %d outside the plan's steps 0 to %d", step, p.Steps-1))
 		return Batch{}
 	}
 	k, b := int64(p.K), int64(p.B)

@@ -49,7 +49,7 @@ func (d *DeviceText) Close() error { return d.Tokens.Close() }
 // character at every position [K, B, Len], both int64.
 func (d *DeviceText) Batch(s *cuda.Scope, p *DevicePlan, step int) Batch {
 	if step < 0 || step >= p.Steps {
-		s.Fail(fmt.Errorf("data: batch: step %d of %d", step, p.Steps))
+		s.Fail(fmt.Errorf("data: batch: step index %d outside the plan's steps 0 to %d", step, p.Steps-1))
 		return Batch{}
 	}
 	k, b, l := int64(p.K), int64(p.B), int64(d.Len)

@@ -199,8 +199,14 @@ func (r historyRecord) check(i, clients int) error {
 		}
 	}
 	if e := r.Eval; e != nil {
-		if len(e.Correct) != clients || len(e.Count) != clients || len(e.Accuracy) != clients || len(e.Loss) != clients {
-			return fmt.Errorf("its evaluation lists %d accuracies for %d clients", len(e.Accuracy), clients)
+		// name the list whose length is wrong: the four lists have one entry per client
+		for _, l := range []struct {
+			name string
+			n    int
+		}{{"correct counts", len(e.Correct)}, {"sample counts", len(e.Count)}, {"accuracies", len(e.Accuracy)}, {"losses", len(e.Loss)}} {
+			if l.n != clients {
+				return fmt.Errorf("its evaluation lists %d %s, but the run has %d clients (one each)", l.n, l.name, clients)
+			}
 		}
 		for c := range e.Correct {
 			if e.Correct[c] < 0 || e.Count[c] < e.Correct[c] {

@@ -37,8 +37,8 @@ type Config struct {
 
 	// Seeds runs the experiment (every suite member at every sweep point) once per seed,
 	// each run in its own seed-<s> directory, and reports the mean ± std across seeds of
-	// each run's metrics (RunGrid); empty: one run with seed. Setting seed and seeds
-	// together is an error.
+	// each run's metrics (RunGrid); unset: one run with seed. An empty list, and seed and
+	// seeds set together, are errors.
 	Seeds []uint64 `mapstructure:"seeds" json:"seeds,omitempty"`
 	// Sweep is a grid over config keys: the experiment (the suite, every seed) runs once
 	// per combination of the listed values, each point in its own directory named from its
@@ -122,22 +122,26 @@ type DataConfig struct {
 	SeqLen int `mapstructure:"seq_len" json:"seq_len"`
 }
 
-// ModelConfig selects the model. The size keys reshape the tiny-vit presets (FedTP's ViT);
-// zero keeps the preset's value.
+// ModelConfig selects the model. The size keys reshape the presets that take them (the
+// ViTs, FocalNets, ResNets and the text Transformer; `pfl models` lists each preset's
+// sizes). Unset (nil, null in config.json) a size is the preset's; a size that is set is
+// used, and must be at least 1: the model code reads 0 as "the preset's", so an explicit 0
+// would train another model than the one config.json records.
 type ModelConfig struct {
 	Preset  string `mapstructure:"preset" json:"preset"`     // a name from `pfl models`; default convnet
-	Depth   int64  `mapstructure:"depth" json:"depth"`       // tiny-vit blocks; default the preset's (6 or 8)
-	Patch   int64  `mapstructure:"patch" json:"patch"`       // tiny-vit patch side; default 4 (must divide the image side)
-	Dim     int64  `mapstructure:"dim" json:"dim"`           // tiny-vit token width; default 128
-	Heads   int64  `mapstructure:"heads" json:"heads"`       // tiny-vit attention heads; default 8
-	HeadDim int64  `mapstructure:"head_dim" json:"head_dim"` // tiny-vit head width; default 64
-	MLP     int64  `mapstructure:"mlp" json:"mlp"`           // tiny-vit feed-forward width; default 256
+	Depth   *int64 `mapstructure:"depth" json:"depth"`       // blocks (every stage's); default the preset's (tiny-vit 6)
+	Patch   *int64 `mapstructure:"patch" json:"patch"`       // patch side; default the preset's (tiny-vit 4; must divide the image side)
+	Dim     *int64 `mapstructure:"dim" json:"dim"`           // token width; default the preset's (tiny-vit 128)
+	Heads   *int64 `mapstructure:"heads" json:"heads"`       // attention heads; default the preset's (tiny-vit 8)
+	HeadDim *int64 `mapstructure:"head_dim" json:"head_dim"` // head width; default the preset's (tiny-vit 64)
+	MLP     *int64 `mapstructure:"mlp" json:"mlp"`           // feed-forward width; default the preset's (tiny-vit 256)
 
-	// Plug-ins of the ViT presets (FedPerfix Table 6). Zero keeps the preset's (none, or
-	// vit-s16-perfix's prefix); fedperfix, prompts and adapters add their own plug-in with
-	// their defaults, and any field set here replaces that default.
+	// Plug-ins of the ViT presets (FedPerfix Table 6). Unset, a field keeps the preset's
+	// (none, or vit-s16-perfix's prefix); fedperfix, prompts and adapters add their own
+	// plug-in with their defaults, and any field set here replaces that default (so a set
+	// field, like a size, must be positive).
 	Prefix  PrefixConfig  `mapstructure:"prefix" json:"prefix"`
-	Prompts int64         `mapstructure:"prompts" json:"prompts"` // deep prompt tokens per block; fedperfix's prompts variant: 10
+	Prompts *int64        `mapstructure:"prompts" json:"prompts"` // deep prompt tokens per block; fedperfix's prompts variant: 10
 	Adapter AdapterConfig `mapstructure:"adapter" json:"adapter"`
 }
 
@@ -152,20 +156,20 @@ type ModelConfig struct {
 // default (PyTorch's) or zero. fedperfix uses adapter/add, prefix-z and prefix-r
 // linear/add with init zero and default.
 type PrefixConfig struct {
-	Blocks int64   `mapstructure:"blocks" json:"blocks"` // the last Blocks blocks get one; fedperfix, prefix-z/r: all
-	Mid    int64   `mapstructure:"mid" json:"mid"`       // adapter bottleneck width; fedperfix: 256 (official preset)
-	Scale  float64 `mapstructure:"scale" json:"scale"`   // s; fedperfix, prefix-z/r: 1.5 (official preset)
-	Kind   string  `mapstructure:"kind" json:"kind"`     // adapter, linear or tokens; default the algorithm's (adapter)
-	Form   string  `mapstructure:"form" json:"form"`     // add or concat; default add (concat for tokens)
-	Init   string  `mapstructure:"init" json:"init"`     // default or zero; default the algorithm's
-	Length int64   `mapstructure:"length" json:"length"` // prefix tokens per block (kind tokens); prefix-z/r: 10
+	Blocks *int64   `mapstructure:"blocks" json:"blocks"` // the last Blocks blocks get one; fedperfix, prefix-z/r: all
+	Mid    *int64   `mapstructure:"mid" json:"mid"`       // adapter bottleneck width; fedperfix: 256 (official preset)
+	Scale  *float64 `mapstructure:"scale" json:"scale"`   // s; fedperfix, prefix-z/r: 1.5 (official preset)
+	Kind   string   `mapstructure:"kind" json:"kind"`     // adapter, linear or tokens; default ("") the algorithm's (adapter)
+	Form   string   `mapstructure:"form" json:"form"`     // add or concat; default ("") add (concat for tokens)
+	Init   string   `mapstructure:"init" json:"init"`     // default or zero; default ("") the algorithm's
+	Length *int64   `mapstructure:"length" json:"length"` // prefix tokens per block (kind tokens); prefix-z/r: 10
 }
 
 // AdapterConfig is an adapter x + Scale·W_up Tanh(W_down x) after every block's MLP
 // (zero-initialized W_up: it starts as the identity).
 type AdapterConfig struct {
-	Mid   int64   `mapstructure:"mid" json:"mid"`     // bottleneck width; the adapters variant: 512 (official --mid_dim)
-	Scale float64 `mapstructure:"scale" json:"scale"` // adapters variant: 1
+	Mid   *int64   `mapstructure:"mid" json:"mid"`     // bottleneck width; the adapters variant: 512 (official --mid_dim)
+	Scale *float64 `mapstructure:"scale" json:"scale"` // adapters variant: 1
 	// Shared uses one adapter in every block, as FedPerfix's official adapter code does;
 	// default false (the paper's adapter per block).
 	Shared bool `mapstructure:"shared" json:"shared"`
@@ -456,7 +460,7 @@ func autoNormalize(dataset string) string {
 	return "dataset"
 }
 
-// valueOf reads an optional size: 0 (the algorithm's own) when unset.
+// valueOf reads an optional size: 0 (the preset's or algorithm's own) when unset.
 func valueOf(p *int64) int64 {
 	if p == nil {
 		return 0
@@ -464,8 +468,9 @@ func valueOf(p *int64) int64 {
 	return *p
 }
 
-// lrOf reads an optional learning rate that Resolved has filled.
-func lrOf(p *float64) float64 {
+// realOf reads an optional real number (a learning rate Resolved has filled, a plug-in's
+// scale): 0 (the preset's or algorithm's own) when unset.
+func realOf(p *float64) float64 {
 	if p == nil {
 		return 0
 	}
@@ -485,14 +490,14 @@ func (c AlgorithmConfig) options() fl.Options {
 	roles, _ := generatedRoles(c.Generate)
 	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
-			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
+			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
 		LocalSampled: c.LocalClients == "sampled",
 		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
+			PersonalLR: realOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
 		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
 
 		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,

@@ -84,7 +84,7 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 			// synthetic 32×32 images; a small tiny-vit (patch 8) built from the size keys
 			cfg := filled(Config{Name: alg, Out: t.TempDir(),
 				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-				Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
+				Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
 				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			res, err := Run(context.Background(), cfg, nil)
@@ -145,7 +145,7 @@ func TestFedPerfixFamilySuite(t *testing.T) {
 		Suite: []string{"fedavg", "fedperfix: algorithm.name=fedperfix; model.prefix.mid=4; algorithm.local_blocks=[1]",
 			"prefix-z", "prompts", "adapters: algorithm.name=adapters; model.adapter.mid=3; model.adapter.shared=true"},
 		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model: ModelConfig{Preset: "tiny-vit", Depth: 2, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16},
+		Model: ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
 		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
@@ -181,7 +181,7 @@ func TestSensitivitySuite(t *testing.T) {
 		Suite: []string{"local", "fedavg", "head: algorithm.name=partial; algorithm.local_roles=[head]",
 			"mlp: algorithm.name=partial; algorithm.local_roles=[mlp]", "mlp+head: algorithm.name=partial; algorithm.local_roles=[mlp, head]"},
 		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model: ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 16},
+		Model: ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
 		Train: TrainConfig{Rounds: 1, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
@@ -223,7 +223,7 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB
 	cfg := filled(Config{Name: "resize", Out: t.TempDir(),
 		Data:      DataConfig{Dataset: "fashion-mnist", TrainSamples: 200, TestSamples: 100, Clients: 4, Partition: "iid", ImageSize: 32, Channels: 3, Normalize: "half", Convention: "fedperfix", TrainFrac: 0.85},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
 		Algorithm: AlgorithmConfig{Name: "vanilla-attn"},
 		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}})
 	testenv.RequireData(t, "/usr/share/datasets/fashion-mnist", "apt-get install dataset-fashion-mnist")
@@ -243,7 +243,7 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 func TestSuiteStudiesNovelClients(t *testing.T) {
 	cfg := filled(Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
 		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: 1, Patch: 8, Dim: 16, Heads: 2, HeadDim: 8, MLP: 32},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
 		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
 		Novel:     NovelConfig{Epochs: 2}})

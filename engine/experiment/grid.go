@@ -169,6 +169,9 @@ func loadGridConfig(dir string) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := completeConfigJSON(b); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return placeAt(cfg, dir)
 }
 

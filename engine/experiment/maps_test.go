@@ -16,9 +16,9 @@ import (
 // every member, and Ditto listed as skipped.
 func TestMaps(t *testing.T) {
 	cfg := filled(Config{Name: "maps", Out: mapsOut(t),
-		Suite:     []string{"fedtp", "fedavg", "ditto", "transfed: algorithm.name=transfed; model.preset=focalnet-cifar; model.heads=0; model.head_dim=0; model.mlp=0"},
+		Suite:     []string{"fedtp", "fedavg", "ditto", "transfed: algorithm.name=transfed; model.preset=focalnet-cifar; model.heads=null; model.head_dim=null; model.mlp=null"},
 		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: 2},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2))},
 		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)

@@ -13,8 +13,9 @@ import (
 //
 // e.g. "mlp+head: algorithm.name=partial; algorithm.local_roles=[mlp, head]". The member
 // runs in <out>/<suite>/<label> with the suite's config and those keys set. A value is
-// JSON (numbers, true/false, quoted strings), a bracketed list of such values or plain
-// words, or a plain word; a key the config does not have is an error naming it.
+// JSON (numbers, true/false, quoted strings; null unsets an optional key, as a member of
+// another model family unsets the suite's model.heads), a bracketed list of such values or
+// plain words, or a plain word; a key the config does not have is an error naming it.
 type member struct {
 	label string
 	sets  [][2]string // key, value as written

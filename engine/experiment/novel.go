@@ -53,7 +53,7 @@ func studyNovel(dir string, cfg Config, run *fl.Run) ([]NovelSummary, error) {
 	var csv strings.Builder
 	fmt.Fprintln(&csv, "tuned,epoch,micro,mean,std,loss")
 	for _, mode := range modes {
-		c, err := run.FineTuneNovel(fl.NovelConfig{Epochs: cfg.Novel.Epochs, LR: lrOf(cfg.Novel.LR), Mode: mode})
+		c, err := run.FineTuneNovel(fl.NovelConfig{Epochs: cfg.Novel.Epochs, LR: realOf(cfg.Novel.LR), Mode: mode})
 		if err != nil {
 			return nil, fmt.Errorf("novel clients: %w", err)
 		}

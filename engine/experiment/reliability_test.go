@@ -49,8 +49,25 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		mutate func(*Config)
 		key    string
 	}{
-		{func(c *Config) { c.Model.Depth = -3 }, "model.depth"},
-		{func(c *Config) { c.Model.Dim = 64 }, "model.dim"}, // convnet has no dim
+		{func(c *Config) { c.Model.Depth = new(int64(-3)) }, "model.depth"},
+		{func(c *Config) { c.Model.Dim = new(int64(64)) }, "model.dim"}, // convnet has no dim
+		// a size set to 0 would build the preset's size while config.json records 0
+		{func(c *Config) { c.Model.Preset, c.Model.Depth = "tiny-vit", new(int64(0)) }, "model.depth"},
+		{func(c *Config) { c.Model.Preset, c.Model.Heads = "tiny-vit", new(int64(0)) }, "model.heads"},
+		{func(c *Config) { c.Model.Preset, c.Model.Patch = "tiny-vit", new(int64(0)) }, "model.patch"},
+		// and a plug-in field set to 0 would be the algorithm's default
+		{func(c *Config) {
+			c.Model.Preset, c.Algorithm.Name, c.Model.Prefix.Mid = "tiny-vit", "fedperfix", new(int64(0))
+		}, "model.prefix.mid"},
+		{func(c *Config) {
+			c.Model.Preset, c.Algorithm.Name, c.Model.Prefix.Scale = "tiny-vit", "fedperfix", new(0.0)
+		}, "model.prefix.scale"},
+		{func(c *Config) {
+			c.Model.Preset, c.Algorithm.Name, c.Model.Prompts = "tiny-vit", "prompts", new(int64(0))
+		}, "model.prompts"},
+		{func(c *Config) {
+			c.Model.Preset, c.Algorithm.Name, c.Model.Adapter.Mid = "tiny-vit", "adapters", new(int64(0))
+		}, "model.adapter.mid"},
 		{func(c *Config) { c.Data.TrainSamples = -5 }, "data.train_samples"},
 		{func(c *Config) { c.Data.MinSize = -3 }, "data.min_size"},
 		{func(c *Config) { c.Data.Alpha = nan }, "data.alpha"},
@@ -71,11 +88,11 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
 		{func(c *Config) { c.Name = "../x" }, "name"},
 		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
-		{func(c *Config) { c.Model.Prefix.Mid = 8 }, "model.prefix"},                                    // convnet takes no plug-ins
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", 8 }, "model.prefix.blocks"}, // fedavg adds no blocks
+		{func(c *Config) { c.Model.Prefix.Mid = new(int64(8)) }, "model.prefix"},                                    // convnet takes no plug-ins
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", new(int64(8)) }, "model.prefix.blocks"}, // fedavg adds no blocks
 		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Kind = "tiny-vit", "lora" }, "model.prefix.kind"},
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Scale = "tiny-vit", nan }, "model.prefix.scale"},
-		{func(c *Config) { c.Model.Preset, c.Model.Adapter.Scale = "tiny-vit", 2 }, "model.adapter.mid"},
+		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Scale = "tiny-vit", new(nan) }, "model.prefix.scale"},
+		{func(c *Config) { c.Model.Preset, c.Model.Adapter.Scale = "tiny-vit", new(2.0) }, "model.adapter.mid"},
 		{func(c *Config) { c.Algorithm.LocalRoles = []string{"head"} }, "algorithm.local_roles"}, // fedavg reads none
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalRoles = "partial", []string{"attention"} }, "algorithm.local_roles"},
 		{func(c *Config) { c.Algorithm.Name = "partial" }, "algorithm.local_roles"},
@@ -329,7 +346,7 @@ func TestSetUpStopsOnACancelledContext(t *testing.T) {
 
 func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", 100000
+	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", new(int64(100000))
 	cfg = cfg.Resolved()
 	build, err := builder(cfg, 10, 3, 32, 32, cudaCPU)
 	if err != nil {

@@ -157,7 +157,7 @@ func rows(tab *node) [][]string {
 func TestReport(t *testing.T) {
 	cfg := filled(Config{Name: "rep", Out: t.TempDir(), Suite: []string{"fedtp", "local", "fedavg"},
 		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: 2, Dim: 32, Heads: 2, HeadDim: 16, MLP: 64},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
 		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)

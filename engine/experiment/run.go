@@ -588,12 +588,14 @@ func normalization(d DataConfig, ch int) (mean, std []float64, err error) {
 
 // spec is the model config as a model.Spec, without the data's geometry.
 func (mc ModelConfig) spec() model.Spec {
-	return model.Spec{Preset: mc.Preset, Depth: mc.Depth, Patch: mc.Patch, Dim: mc.Dim, Heads: mc.Heads,
-		HeadDim: mc.HeadDim, MLP: mc.MLP, Prompts: mc.Prompts,
-		Prefix: model.PrefixConfig{Blocks: mc.Prefix.Blocks, Mid: mc.Prefix.Mid, Scale: mc.Prefix.Scale,
+	// model.Spec reads 0 as "the preset's" (or the algorithm's), which is what an unset key
+	// means; Validate has refused a key set to 0
+	return model.Spec{Preset: mc.Preset, Depth: valueOf(mc.Depth), Patch: valueOf(mc.Patch), Dim: valueOf(mc.Dim),
+		Heads: valueOf(mc.Heads), HeadDim: valueOf(mc.HeadDim), MLP: valueOf(mc.MLP), Prompts: valueOf(mc.Prompts),
+		Prefix: model.PrefixConfig{Blocks: valueOf(mc.Prefix.Blocks), Mid: valueOf(mc.Prefix.Mid), Scale: realOf(mc.Prefix.Scale),
 			Kind: model.PrefixKind(mc.Prefix.Kind), Form: model.PrefixForm(mc.Prefix.Form), Init: model.PrefixInit(mc.Prefix.Init),
-			Length: mc.Prefix.Length},
-		Adapter: model.MLPAdapterConfig{Mid: mc.Adapter.Mid, Scale: mc.Adapter.Scale, Shared: mc.Adapter.Shared}}
+			Length: valueOf(mc.Prefix.Length)},
+		Adapter: model.MLPAdapterConfig{Mid: valueOf(mc.Adapter.Mid), Scale: realOf(mc.Adapter.Scale), Shared: mc.Adapter.Shared}}
 }
 
 // shaped is the configured model's spec as the algorithm trains it: a Shaper (FedPerfix

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,8 +105,8 @@ func placeAt(cfg Config, dir string) (Config, error) {
 	return cfg, nil
 }
 
-// decodeConfigJSON decodes a config.json over the defaults, refusing unknown keys and
-// trailing data.
+// decodeConfigJSON decodes a config.json over the defaults, refusing unknown keys,
+// missing keys and trailing data.
 func decodeConfigJSON(b []byte) (Config, error) {
 	cfg := DefaultConfig()
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -116,5 +117,49 @@ func decodeConfigJSON(b []byte) (Config, error) {
 	if dec.More() {
 		return Config{}, fmt.Errorf("data after the config object")
 	}
+	if err := completeConfigJSON(b); err != nil {
+		return Config{}, err
+	}
 	return cfg.Resolved(), nil
+}
+
+// completeConfigJSON refuses a config.json that lacks a key every run writes (all but
+// seeds and sweep, which a run without them leaves out): decoded over the defaults, a
+// truncated or hand-made file ({} at the extreme) would describe the default run, and a
+// report or resume would show or continue a run that never was.
+func completeConfigJSON(b []byte) error {
+	var tree map[string]any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			have[prefix+k] = true
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+			}
+		}
+	}
+	walk("", tree)
+	want, err := flatten(DefaultConfig())
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for k := range want {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	list := strings.Join(missing, ", ")
+	if len(missing) > 5 {
+		list = fmt.Sprintf("%s and %d more", strings.Join(missing[:5], ", "), len(missing)-5)
+	}
+	return fmt.Errorf("lacks %s (keys every run writes): not a config.json pfl wrote, or cut short", list)
 }

@@ -52,7 +52,7 @@ func TestShakespeareFedTP(t *testing.T) {
 			cfg.Name, cfg.Out = alg, t.TempDir()
 			cfg.Data.Dataset, cfg.Data.Clients, cfg.Data.SeqLen = "shakespeare:"+dir, 6, 10
 			cfg.Model.Preset = "text-transformer"
-			cfg.Model.Depth, cfg.Model.Dim, cfg.Model.Heads, cfg.Model.HeadDim, cfg.Model.MLP = 1, 32, 2, 16, 64
+			cfg.Model.Depth, cfg.Model.Dim, cfg.Model.Heads, cfg.Model.HeadDim, cfg.Model.MLP = new(int64(1)), new(int64(32)), new(int64(2)), new(int64(16)), new(int64(64))
 			cfg.Algorithm.Name = alg
 			cfg.Algorithm.Hyper.Embed, cfg.Algorithm.Hyper.Hidden, cfg.Algorithm.Hyper.LR = ptr(int64(8)), ptr(int64(32)), ptr(0.5)
 			cfg.Train.Rounds, cfg.Train.Participation, cfg.Train.Batch = 40, 0.5, 16

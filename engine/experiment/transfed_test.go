@@ -21,7 +21,7 @@ func TestTransFedSuite(t *testing.T) {
 	cfg := filled(Config{Name: "transfed", Out: t.TempDir(),
 		Suite:     []string{"transfed", "transfed-r4: algorithm.name=transfed; algorithm.hyper.rank=4", "vanilla-c-t"},
 		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "focalnet-cifar", Depth: 1},
+		Model:     ModelConfig{Preset: "focalnet-cifar", Depth: new(int64(1))},
 		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
@@ -106,7 +106,7 @@ func TestTransFedConfig(t *testing.T) {
 	for _, alg := range []string{"transfed", "vanilla-c-t"} {
 		cfg := filled(Config{Name: alg, Out: t.TempDir(),
 			Data:      DataConfig{Dataset: "synthetic:100", Clients: 4, Partition: "iid"},
-			Model:     ModelConfig{Preset: "tiny-vit", Depth: 1},
+			Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1))},
 			Algorithm: AlgorithmConfig{Name: alg},
 			Train:     TrainConfig{Rounds: 1, Participation: 0.5}})
 		_, err := Run(context.Background(), cfg, nil)

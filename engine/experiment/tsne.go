@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,9 +53,15 @@ func ReadEmbeddings(dir string) (*Embeddings, error) {
 		}
 		z := make([]float64, len(r)-2)
 		for j, s := range r[2:] {
-			if z[j], err = strconv.ParseFloat(s, 64); err != nil {
-				return nil, fmt.Errorf("%s: row %d: %w", path, i+2, err)
+			v, err := strconv.ParseFloat(s, 64)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("%s: row %d, column %s: %q is not a number", path, i+2, rows[0][j+2], s)
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				// a diverged hypernetwork's embeddings: t-SNE has no distance to work with
+				return nil, fmt.Errorf("%s: row %d (client %d), column %s: %s is not a finite number (did the run diverge?)", path, i+2, c, rows[0][j+2], s)
 			}
+			z[j] = v
 		}
 		e.Clients, e.Novel, e.Z = append(e.Clients, c), append(e.Novel, novel), append(e.Z, z)
 	}
@@ -118,6 +125,9 @@ func EmbeddingTSNE(dir string) error {
 		return err
 	}
 	n, d := len(e.Z), len(e.Z[0])
+	if n < 2 {
+		return fmt.Errorf("%s: %d client, but a t-SNE places at least 2 clients relative to each other", filepath.Join(dir, "embeddings.csv"), n)
+	}
 	x := make([]float64, 0, n*d)
 	for _, z := range e.Z {
 		if len(z) != d {

@@ -28,6 +28,14 @@ func (k *checker) atLeast(key string, v, lo int64) {
 	}
 }
 
+// positive requires v >= 1 for an optional key that is set; unset, the key is what
+// otherwise names ("the preset's"), which a 0 would silently mean too.
+func (k *checker) positive(key string, v int64, otherwise string) {
+	if v < 1 {
+		k.fail(key, "%d, want >= 1 (or leave it unset, null, for %s)", v, otherwise)
+	}
+}
+
 // real requires a finite v in the interval from lo to hi (hi = +Inf for none); bounds
 // says which ends are closed, as written: "[]", "(]", "[)" or "()".
 func (k *checker) real(key string, v, lo, hi float64, bounds string) {
@@ -186,44 +194,66 @@ func (c Config) validateModel(k *checker) {
 	// refused rather than dropped.
 	for _, o := range []struct {
 		key, field string
-		v          int64
+		v          *int64
 	}{{"model.depth", "Depth", m.Depth}, {"model.patch", "Patch", m.Patch}, {"model.dim", "Dim", m.Dim},
 		{"model.heads", "Heads", m.Heads}, {"model.head_dim", "HeadDim", m.HeadDim}, {"model.mlp", "MLP", m.MLP}} {
-		k.atLeast(o.key, o.v, 0)
-		if o.v > maxModelSize {
-			k.fail(o.key, "%d, want at most %d", o.v, maxModelSize)
+		if o.v == nil {
+			continue // the preset's
 		}
-		if o.v != 0 && !p.Takes(o.field) {
-			k.fail(o.key, "%d, but model.preset %s has no such size; remove it", o.v, m.Preset)
+		k.positive(o.key, *o.v, "the preset's")
+		if *o.v > maxModelSize {
+			k.fail(o.key, "%d, want at most %d", *o.v, maxModelSize)
+		}
+		if !p.Takes(o.field) {
+			k.fail(o.key, "%d, but model.preset %s has no such size; remove it", *o.v, m.Preset)
 		}
 	}
-	k.atLeast("model.prefix.blocks", m.Prefix.Blocks, 0)
-	k.atLeast("model.prefix.mid", m.Prefix.Mid, 0)
-	k.real("model.prefix.scale", m.Prefix.Scale, 0, inf, "[]")
-	k.atLeast("model.prompts", m.Prompts, 0)
-	k.atLeast("model.adapter.mid", m.Adapter.Mid, 0)
-	k.real("model.adapter.scale", m.Adapter.Scale, 0, inf, "[]")
+	// A plug-in field that is set replaces the algorithm's default (model.Spec and the
+	// algorithms read 0 as "mine"), so it must be positive like a size.
+	for _, o := range []struct {
+		key string
+		v   *int64
+	}{{"model.prefix.blocks", m.Prefix.Blocks}, {"model.prefix.mid", m.Prefix.Mid}, {"model.prefix.length", m.Prefix.Length},
+		{"model.prompts", m.Prompts}, {"model.adapter.mid", m.Adapter.Mid}} {
+		if o.v != nil {
+			k.positive(o.key, *o.v, "the algorithm's")
+		}
+	}
+	for _, o := range []struct {
+		key string
+		v   *float64
+	}{{"model.prefix.scale", m.Prefix.Scale}, {"model.adapter.scale", m.Adapter.Scale}} {
+		if o.v != nil {
+			k.real(o.key, *o.v, 0, inf, "(]")
+		}
+	}
 	plugIns := []struct {
 		key, field string
 		set        bool
-	}{{"model.prefix", "Prefix", m.Prefix != (PrefixConfig{})}, {"model.prompts", "Prompts", m.Prompts != 0},
+	}{{"model.prefix", "Prefix", m.Prefix != (PrefixConfig{})}, {"model.prompts", "Prompts", m.Prompts != nil},
 		{"model.adapter", "Adapter", m.Adapter != (AdapterConfig{})}}
 	for _, o := range plugIns {
 		if o.set && !p.Takes(o.field) {
 			k.fail(o.key, "set, but model.preset %s takes no plug-ins (a ViT preset does); remove it", m.Preset)
 		}
 	}
-	k.oneOf("model.prefix.kind", m.Prefix.Kind, "", "adapter", "linear", "tokens")
-	k.oneOf("model.prefix.form", m.Prefix.Form, "", "add", "concat")
-	k.oneOf("model.prefix.init", m.Prefix.Init, "", "default", "zero")
-	k.atLeast("model.prefix.length", m.Prefix.Length, 0)
+	// "" is unset (the algorithm's choice), not a choice to offer
+	if m.Prefix.Kind != "" {
+		k.oneOf("model.prefix.kind", m.Prefix.Kind, "adapter", "linear", "tokens")
+	}
+	if m.Prefix.Form != "" {
+		k.oneOf("model.prefix.form", m.Prefix.Form, "add", "concat")
+	}
+	if m.Prefix.Init != "" {
+		k.oneOf("model.prefix.init", m.Prefix.Init, "default", "zero")
+	}
 	// Without an algorithm that fills in its own defaults, a plug-in must be complete: a
 	// prefix without blocks would silently be none.
-	if m.Prefix != (PrefixConfig{}) && m.Prefix.Blocks == 0 && !slices.Contains(prefixAlgorithms, c.Algorithm.Name) {
-		k.fail("model.prefix.blocks", "0: set it (algorithm %s adds no prefix of its own; %s do)", c.Algorithm.Name, strings.Join(prefixAlgorithms, ", "))
+	if m.Prefix != (PrefixConfig{}) && m.Prefix.Blocks == nil && !slices.Contains(prefixAlgorithms, c.Algorithm.Name) {
+		k.fail("model.prefix.blocks", "unset: set it (algorithm %s adds no prefix of its own; %s do)", c.Algorithm.Name, strings.Join(prefixAlgorithms, ", "))
 	}
-	if m.Adapter != (AdapterConfig{}) && m.Adapter.Mid == 0 && !slices.Contains(adapterAlgorithms, c.Algorithm.Name) {
-		k.fail("model.adapter.mid", "0: set it (algorithm %s adds no adapter of its own)", c.Algorithm.Name)
+	if m.Adapter != (AdapterConfig{}) && m.Adapter.Mid == nil && !slices.Contains(adapterAlgorithms, c.Algorithm.Name) {
+		k.fail("model.adapter.mid", "unset: set it (algorithm %s adds no adapter of its own)", c.Algorithm.Name)
 	}
 }
 
@@ -354,6 +384,10 @@ var unsweepable = []string{"name", "out", "seed", "seeds", "suite", "suite_table
 // validateGrid checks seeds and the sweep block's keys and values (each point's whole
 // config is checked by RunGrid before any point runs).
 func (c Config) validateGrid(k *checker) {
+	if c.Seeds != nil && len(c.Seeds) == 0 {
+		// an empty list runs one run of seed, which is not what a list of seeds asks for
+		k.fail("seeds", "empty; list at least one seed, or remove seeds for one run of seed")
+	}
 	if len(c.Seeds) > 0 && c.Seed != DefaultConfig().Seed {
 		k.fail("seeds", "seed and seeds are both set (seed %d, seeds %v); keep one", c.Seed, c.Seeds)
 	}

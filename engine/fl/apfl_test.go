@@ -121,7 +121,7 @@ func TestAPFLGradients(t *testing.T) {
 	const h = 1e-3
 	d1, d2 := diff(h), diff(h/2)
 	at := mixLoss(alphas)
-	macs := float64(w.MACs() * b.X.Size(1))
+	macs := w.MACs() * float64(b.X.Size(1))
 	for k := range 2 {
 		r := (4*d2[k] - d1[k]) / 3
 		tol := math.Abs(d1[k]-d2[k]) + 3*10*u*macs*math.Abs(at[k])/h

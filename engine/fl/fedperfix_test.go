@@ -116,7 +116,7 @@ func TestFedPerfixResourcesOnViTS16(t *testing.T) {
 	}
 	got := countResources(m, strat, personal)
 	want := Resources{StoredParams: 25_255_396, PersonalParams: 5_364_196, UpParams: 19_891_200, DownParams: 19_891_200,
-		ForwardMACs: m.MACs(), TrainFLOPs: 6 * float64(m.MACs())}
+		ForwardMACs: m.MACs(), TrainFLOPs: 6 * m.MACs()}
 	if got != want {
 		t.Fatalf("resources %+v, want %+v", got, want)
 	}

@@ -123,7 +123,7 @@ func TestPerFedAvgMetaGradient(t *testing.T) {
 			const h = 1e-3
 			d1, dh := diff(h), diff(h/2)
 			at := F(0)
-			macs := 3 * float64(m.MACs()*d.X.Size(1))
+			macs := 3 * m.MACs() * float64(d.X.Size(1))
 			for k := range 2 {
 				r := (4*dh[k] - d1[k]) / 3
 				tol := math.Abs(d1[k]-dh[k]) + 3*10*u*macs*math.Abs(at[k])/h + dotErr[k]

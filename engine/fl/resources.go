@@ -23,7 +23,7 @@ type Resources struct {
 	UpParams   int64 `json:"up_params"`
 	DownParams int64 `json:"down_params"`
 	// ForwardMACs is one sample's forward pass through the model that predicts.
-	ForwardMACs int64 `json:"forward_macs"`
+	ForwardMACs float64 `json:"forward_macs"`
 	// TrainFLOPs is one training sample's cost: 2 FLOPs per MAC, times 3 for a forward
 	// and a backward pass (the backward pass of a linear map costs two forward ones),
 	// times the algorithm's passes per sample (TrainingPasses; 1 by default).
@@ -64,6 +64,6 @@ func countResources(m model.Model, strat Strategy, personal []bool) Resources {
 	if tp, ok := strat.(TrainingPasses); ok {
 		passes = tp.Passes()
 	}
-	res.TrainFLOPs = 6 * float64(res.ForwardMACs) * passes
+	res.TrainFLOPs = 6 * res.ForwardMACs * passes
 	return res
 }

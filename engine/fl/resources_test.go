@@ -28,7 +28,7 @@ func TestResourcesFollowRolesAndCopies(t *testing.T) {
 			head += p.Numel()
 		}
 	}
-	macs := float64(base.MACs())
+	macs := base.MACs()
 	for _, c := range []struct {
 		strat            Strategy
 		stored, personal int64

@@ -235,12 +235,20 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		ss.plan.Advance(st)
 		st.SetGradEnabled(true)
 	}
+	// where names the step 1-based, as the console numbers rounds; the novel clients'
+	// fine-tuning runs after the last round, and its caller names the epoch
+	where := func(i int) string {
+		if phase >= novelPhase {
+			return fmt.Sprintf("step %d of %d", i+1, steps)
+		}
+		return fmt.Sprintf("round %d step %d of %d", round+1, i+1, steps)
+	}
 	for i = 0; i < steps; i++ {
 		if err := r.runStep(st, ss, cached, body); err != nil {
-			return nil, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+			return nil, 0, fmt.Errorf("fl: %s: %w", where(i), err)
 		}
 		if err := s.Err(); err != nil {
-			return nil, 0, fmt.Errorf("fl: round %d step %d: %w", round, i, err)
+			return nil, 0, fmt.Errorf("fl: %s: %w", where(i), err)
 		}
 	}
 	perClient, err := ss.lossSum.Float64s() // one host sync per phase

@@ -86,11 +86,12 @@ func NewConvNet(name string, c ConvNetConfig, k int, dev cuda.Device, dt cuda.DT
 }
 
 // MACs counts one image's forward multiply-accumulates.
-func (m *ConvNetModel) MACs() int64 {
+func (m *ConvNetModel) MACs() float64 {
 	c := m.Cfg
-	s1 := c.Image - 4
-	s2 := s1/2 - 4
-	return c.Conv1*c.Channels*25*s1*s1 + c.Conv2*c.Conv1*25*s2*s2 + c.flat()*c.FC1 + c.FC1*c.FC2 + c.FC2*c.Classes
+	s1 := float64(c.Image - 4)
+	s2 := float64((c.Image-4)/2 - 4)
+	conv1, conv2, fc1, fc2 := float64(c.Conv1), float64(c.Conv2), float64(c.FC1), float64(c.FC2)
+	return conv1*float64(c.Channels)*25*s1*s1 + conv2*conv1*25*s2*s2 + float64(c.flat())*fc1 + fc1*fc2 + fc2*float64(c.Classes)
 }
 
 // Forward maps images [K, B, C, H, W] to logits [K, B, classes].

@@ -139,24 +139,25 @@ func NewFocalNet(name string, c FocalNetConfig, k int, dev cuda.Device, dt cuda.
 
 // MACs counts one image's forward multiply-accumulates: stem, per block f, the depthwise
 // context convolutions, h, proj and the MLP, the downsampling convolutions and the head.
-func (m *FocalNet) MACs() int64 {
+func (m *FocalNet) MACs() float64 {
 	c := m.Cfg
+	f := func(v int64) float64 { return float64(v) }
 	side := c.Image / c.Patch
-	macs := side * side * c.Dims[0] * c.Channels * c.Patch * c.Patch
-	for si, d := range c.Dims {
-		n := side * side
-		per := n*d*(2*d+c.Levels+1) + n*d*d + n*d*d + 2*n*d*c.MLPRatio*d
+	macs := f(side) * f(side) * f(c.Dims[0]) * f(c.Channels) * f(c.Patch) * f(c.Patch)
+	for si, di := range c.Dims {
+		n, d := f(side)*f(side), f(di)
+		per := n*d*(2*d+f(c.Levels)+1) + n*d*d + n*d*d + 2*n*d*f(c.MLPRatio)*d
 		for l := int64(0); l < c.Levels; l++ {
-			ks := c.Window + 2*l
+			ks := f(c.Window + 2*l)
 			per += n * d * ks * ks
 		}
-		macs += c.Depths[si] * per
+		macs += f(c.Depths[si]) * per
 		if si+1 < len(c.Dims) {
 			side /= 2
-			macs += side * side * c.Dims[si+1] * d * 4
+			macs += f(side) * f(side) * f(c.Dims[si+1]) * d * 4
 		}
 	}
-	return macs + c.Dims[len(c.Dims)-1]*c.Classes
+	return macs + f(c.Dims[len(c.Dims)-1])*f(c.Classes)
 }
 
 // channelsFirst and channelsLast move the channel dim of [K, B, ...] images.

@@ -47,7 +47,7 @@ func (f *Free) Name() string { return "free" }
 func (f *Free) Params() *Set { return f.params }
 
 // MACs is 0: nothing is computed.
-func (f *Free) MACs() int64 { return 0 }
+func (f *Free) MACs() float64 { return 0 }
 
 // Forward is an error: an algorithm reads the parameter itself.
 func (f *Free) Forward(s *cuda.Scope, _ *cuda.Tensor, _ *Pass) *cuda.Tensor {

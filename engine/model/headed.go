@@ -89,7 +89,7 @@ func (m *TwoHeads) Name() string { return m.inner.Name() }
 func (m *TwoHeads) Params() *Set { return m.params }
 
 // MACs adds the personal head's to the inner model's.
-func (m *TwoHeads) MACs() int64 { return m.inner.MACs() + m.pW.Numel() }
+func (m *TwoHeads) MACs() float64 { return m.inner.MACs() + float64(m.pW.Numel()) }
 
 // Close frees both.
 func (m *TwoHeads) Close() error {

@@ -51,7 +51,7 @@ func (j *Joined) Name() string { return j.parts[0].Name() }
 func (j *Joined) Params() *Set { return j.params }
 
 // MACs is the first part's (the one Forward runs).
-func (j *Joined) MACs() int64 { return j.parts[0].MACs() }
+func (j *Joined) MACs() float64 { return j.parts[0].MACs() }
 
 // Forward runs the first part.
 func (j *Joined) Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor {

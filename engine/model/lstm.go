@@ -66,15 +66,16 @@ func NewLSTM(name string, c LSTMConfig, k int, dev cuda.Device, dt cuda.DType, g
 }
 
 // MACs counts the forward multiply-accumulates of one sequence of SeqLen characters.
-func (m *LSTMModel) MACs() int64 {
+func (m *LSTMModel) MACs() float64 {
 	c := m.Cfg
-	macs := c.SeqLen * c.Hidden * c.Vocab
+	t, hidden := float64(c.SeqLen), float64(c.Hidden)
+	macs := t * hidden * float64(c.Vocab)
 	for l := int64(0); l < c.Layers; l++ {
-		in := c.Embed
+		in := float64(c.Embed)
 		if l > 0 {
-			in = c.Hidden
+			in = hidden
 		}
-		macs += c.SeqLen * 4 * c.Hidden * (in + c.Hidden)
+		macs += t * 4 * hidden * (in + hidden)
 	}
 	return macs
 }

@@ -13,8 +13,10 @@ type Model interface {
 	Forward(s *cuda.Scope, x *cuda.Tensor, pass *Pass) *cuda.Tensor
 	// MACs is the number of multiply-accumulates of one sample's forward pass, counted by
 	// the model from its own configuration (matrix products and convolutions; elementwise
-	// ops, norms and softmax are not counted, as in the papers' FLOP figures).
-	MACs() int64
+	// ops, norms and softmax are not counted, as in the papers' FLOP figures). It is a
+	// float64: a model of absurd but declarable sizes (a 100,000-pixel image in 1-pixel
+	// patches) has more than 2⁶³ of them, and an int64 count would wrap to a negative.
+	MACs() float64
 	// Close frees the parameters.
 	Close() error
 }
@@ -36,10 +38,10 @@ func (b *base) Close() error { return b.params.Close() }
 
 // TrainFLOPs is the usual estimate of one sample's training cost: forward plus backward
 // (twice the forward) is 3 forward passes, at 2 FLOPs per MAC.
-func TrainFLOPs(m Model) float64 { return 6 * float64(m.MACs()) }
+func TrainFLOPs(m Model) float64 { return 6 * m.MACs() }
 
 // ForwardFLOPs is 2 FLOPs per multiply-accumulate.
-func ForwardFLOPs(m Model) float64 { return 2 * float64(m.MACs()) }
+func ForwardFLOPs(m Model) float64 { return 2 * m.MACs() }
 
 // Pass configures one forward pass.
 type Pass struct {

@@ -165,26 +165,28 @@ func NewResNet(name string, c ResNetConfig, k int, dev cuda.Device, dt cuda.DTyp
 // He et al.'s Table 1 gives 3.8·10⁹ multiply-adds for their v1 layout, whose strided first
 // 1×1 convolution of layer2..layer4 runs at the output's resolution: 3 × 77,070,336 fewer,
 // 3,857,973,248.
-func (m *ResNet) MACs() int64 {
+func (m *ResNet) MACs() float64 {
 	c := m.Cfg
+	f := func(v int64) float64 { return float64(v) }
 	side := convOut(c.Image, 7, 2, 3)
-	macs := side * side * c.Stem * c.Channels * 49
+	macs := f(side) * f(side) * f(c.Stem) * f(c.Channels) * 49
 	side = convOut(side, 3, 2, 1) // max-pool
 	in := c.Stem
-	for si, w := range c.Widths {
-		out := bottleneckExpansion * w
+	for si, wi := range c.Widths {
+		out := bottleneckExpansion * wi
+		w := f(wi)
 		for b := 0; b < int(c.Blocks[si]); b++ {
 			st := c.stride(si, b)
-			macs += side * side * w * in // 1×1 at the input's resolution
+			macs += f(side) * f(side) * w * f(in) // 1×1 at the input's resolution
 			next := convOut(side, 3, st, 1)
-			macs += next * next * (w*w*9 + out*w) // 3×3 (strided) and the closing 1×1
+			macs += f(next) * f(next) * (w*w*9 + f(out)*w) // 3×3 (strided) and the closing 1×1
 			if st != 1 || in != out {
-				macs += next * next * out * in // the shortcut projection
+				macs += f(next) * f(next) * f(out) * f(in) // the shortcut projection
 			}
 			side, in = next, out
 		}
 	}
-	return macs + in*c.Classes
+	return macs + f(in)*f(c.Classes)
 }
 
 // FeatureDim is the last stage's output width, 4× its Bottleneck width (2048 in ResNet-50).

@@ -60,8 +60,8 @@ func TestResNet50Counts(t *testing.T) {
 		if buffers != 53120 {
 			t.Errorf("%d classes: %d buffer elements, want 53,120", c.classes, buffers)
 		}
-		if got := m.MACs(); got != c.macs {
-			t.Errorf("%d classes: %d MACs, want %d", c.classes, got, c.macs)
+		if got := m.MACs(); got != float64(c.macs) {
+			t.Errorf("%d classes: %.0f MACs, want %d", c.classes, got, c.macs)
 		}
 		byRole := m.Params().CountByRole()
 		if byRole[RoleDownsample] != 2768896 || byRole[RoleNorm] != 53120 || byRole[RolePatchEmbed] != 9408 ||

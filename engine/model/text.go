@@ -100,11 +100,11 @@ func NewTextModel(name string, c TextConfig, k int, dev cuda.Device, dt cuda.DTy
 }
 
 // MACs counts the forward multiply-accumulates of one sequence of SeqLen characters.
-func (m *TextModel) MACs() int64 {
+func (m *TextModel) MACs() float64 {
 	c := m.Cfg
-	t, inner := c.SeqLen, c.Heads*c.HeadDim
-	per := t*c.Dim*3*inner + 2*t*t*inner + t*inner*c.Dim + 2*t*c.Dim*c.FFN
-	return c.Depth*per + t*c.Dim*c.Vocab
+	t, dim, inner := float64(c.SeqLen), float64(c.Dim), float64(c.Heads)*float64(c.HeadDim)
+	per := t*dim*3*inner + 2*t*t*inner + t*inner*dim + 2*t*dim*float64(c.FFN)
+	return float64(c.Depth)*per + t*dim*float64(c.Vocab)
 }
 
 // Forward maps characters [K, B, T] (int64) to logits [K, B, T, vocab].

@@ -388,30 +388,31 @@ func (c ViTConfig) tokens() int64 {
 }
 
 // MACs counts one image's forward multiply-accumulates.
-func (m *ViT) MACs() int64 {
+func (m *ViT) MACs() float64 {
 	c := m.Cfg
-	n := c.tokens() - 1
-	inner := c.Heads * c.HeadDim
-	macs := n * c.Channels * c.Patch * c.Patch * c.Dim // patch embedding
+	f := func(v int64) float64 { return float64(v) }
+	n := f(c.tokens() - 1)
+	dim, inner, patch := f(c.Dim), f(c.Heads)*f(c.HeadDim), f(c.Patch)
+	macs := n * f(c.Channels) * patch * patch * dim // patch embedding
 	for i := int64(0); i < c.Depth; i++ {
 		t := c.tokens() + c.Prompts
-		keys := t // keys and values attended to: the tokens, and prefixes in the concat form
+		keys := f(t) // keys and values attended to: the tokens, and prefixes in the concat form
 		if i >= c.Depth-c.Prefix.Blocks {
 			switch c.Prefix.kind() {
 			case PrefixAdapter:
-				macs += t * (c.Dim*c.Prefix.Mid + c.Prefix.Mid*2*inner)
+				macs += f(t) * (dim*f(c.Prefix.Mid) + f(c.Prefix.Mid)*2*inner)
 			case PrefixLinear:
-				macs += t * c.Dim * 2 * inner
+				macs += f(t) * dim * 2 * inner
 			}
-			keys += c.Prefix.keys(t)
+			keys += f(c.Prefix.keys(t))
 		}
-		macs += t * c.Dim * 3 * inner // Q, K, V
-		macs += 2 * t * keys * inner  // Q Kᵀ and attention · V
-		macs += t * inner * c.Dim     // output projection
-		macs += 2 * t * c.Dim * c.MLP // feed-forward
-		macs += 2 * t * c.Dim * c.MLPAdapter.Mid
+		macs += f(t) * dim * 3 * inner    // Q, K, V
+		macs += 2 * f(t) * keys * inner   // Q Kᵀ and attention · V
+		macs += f(t) * inner * dim        // output projection
+		macs += 2 * f(t) * dim * f(c.MLP) // feed-forward
+		macs += 2 * f(t) * dim * f(c.MLPAdapter.Mid)
 	}
-	return macs + c.Dim*c.Classes
+	return macs + dim*f(c.Classes)
 }
 
 // Forward maps images x [K, B, C, H, W] to logits [K, B, classes].

@@ -35,7 +35,7 @@ func TestFocalNetCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, macs := float64(m.Params().Count())/1e6, float64(m.MACs())/1e9
+		p, macs := float64(m.Params().Count())/1e6, m.MACs()/1e9
 		t.Logf("%s: %d parameters, %.3f G MACs", c.name, m.Params().Count(), macs)
 		if m.Params().Count() != c.params {
 			t.Errorf("%s: %d parameters, want %d", c.name, m.Params().Count(), c.params)
@@ -85,10 +85,10 @@ func TestViTCountsMatchThePapers(t *testing.T) {
 			if got := m.Params().Count(); got != c.params {
 				t.Errorf("parameters %d, want %d", got, c.params)
 			}
-			if got := m.MACs(); got < (c.macs-c.tolM)*1e6 || got > (c.macs+c.tolM)*1e6 {
-				t.Errorf("MACs %.4g, want %d ± %d M", float64(got), c.macs, c.tolM)
+			if got := m.MACs(); got < float64(c.macs-c.tolM)*1e6 || got > float64(c.macs+c.tolM)*1e6 {
+				t.Errorf("MACs %.4g, want %d ± %d M", got, c.macs, c.tolM)
 			}
-			t.Logf("%s: %d parameters, %.4g MACs", c.name, m.Params().Count(), float64(m.MACs()))
+			t.Logf("%s: %d parameters, %.4g MACs", c.name, m.Params().Count(), m.MACs())
 		})
 	}
 }
@@ -121,8 +121,8 @@ func TestSmallModelCounts(t *testing.T) {
 		if got := m.Params().Count(); got != c.params {
 			t.Errorf("%s: %d parameters, want %d", c.preset, got, c.params)
 		}
-		if got := m.MACs(); got != c.macs {
-			t.Errorf("%s: %d MACs, want %d", c.preset, got, c.macs)
+		if got := m.MACs(); got != float64(c.macs) {
+			t.Errorf("%s: %.0f MACs, want %d", c.preset, got, c.macs)
 		}
 	}
 	if _, err := Lookup("vit-huge"); err == nil {
@@ -202,8 +202,8 @@ func TestPrefixCounts(t *testing.T) {
 			if block != c.perBlock {
 				t.Errorf("adapter parameters of block 11: %d, want %d", block, c.perBlock)
 			}
-			if got := m.MACs() - baseMACs; got != c.macs {
-				t.Errorf("added MACs %d, want %d", got, c.macs)
+			if got := m.MACs() - baseMACs; got != float64(c.macs) {
+				t.Errorf("added MACs %.0f, want %d", got, c.macs)
 			}
 		})
 	}

@@ -132,7 +132,7 @@ func run(cfg Config) (Result, error) {
 		grads := step.Grad([]*cuda.Tensor{loss}, nil, params, cuda.GradOptions{})
 		step.ForeachAdd(params, grads, -cfg.LR)
 		if err := step.Err(); err != nil {
-			return res, fmt.Errorf("smoke: step %d: %w", i, err)
+			return res, fmt.Errorf("smoke: step %d: %w", i+1, err)
 		}
 		if i == 0 || i == cfg.Steps-1 {
 			v, err := loss.Item()
