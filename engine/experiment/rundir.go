@@ -108,6 +108,10 @@ func placeAt(cfg Config, dir string) (Config, error) {
 // decodeConfigJSON decodes a config.json over the defaults, refusing unknown keys,
 // missing keys and trailing data.
 func decodeConfigJSON(b []byte) (Config, error) {
+	b, err := unsetLegacyZeros(b)
+	if err != nil {
+		return Config{}, err
+	}
 	cfg := DefaultConfig()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -121,6 +125,41 @@ func decodeConfigJSON(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	return cfg.Resolved(), nil
+}
+
+// legacyZeroKeys are the keys that were plain numbers, 0 meaning unset (the preset's or the
+// algorithm's value), before they became optional (null when unset): a config.json written
+// then records 0 where the run used the default. pfl never writes an explicit 0 there now
+// (validation refuses it), so a 0 in such a file is read as unset.
+var legacyZeroKeys = []string{"model.depth", "model.patch", "model.dim", "model.heads", "model.head_dim",
+	"model.mlp", "model.prompts", "model.prefix.blocks", "model.prefix.mid", "model.prefix.scale",
+	"model.prefix.length", "model.adapter.mid", "model.adapter.scale"}
+
+// unsetLegacyZeros rewrites legacyZeroKeys' zeros in a config.json as null (b unchanged when
+// it has none).
+func unsetLegacyZeros(b []byte) ([]byte, error) {
+	var tree map[string]any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, err
+	}
+	changed := false
+	for _, key := range legacyZeroKeys {
+		parts := strings.Split(key, ".")
+		m := tree
+		for _, p := range parts[:len(parts)-1] {
+			if m, _ = m[p].(map[string]any); m == nil {
+				break
+			}
+		}
+		if v, ok := m[parts[len(parts)-1]].(float64); ok && v == 0 {
+			m[parts[len(parts)-1]] = nil
+			changed = true
+		}
+	}
+	if !changed {
+		return b, nil
+	}
+	return json.Marshal(tree)
 }
 
 // completeConfigJSON refuses a config.json that lacks a key every run writes (all but
