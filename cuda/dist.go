@@ -102,8 +102,8 @@ func NewProcessGroup(cfg GroupConfig) (*ProcessGroup, error) {
 				nativePGFree(j.h)
 			}
 		}()
-		return nil, errorf(op, CodeTimeout, "rank %d of %d did not finish joining %s within %s (no answer from the store or from a peer)",
-			cfg.Rank, cfg.World, hostPort(cfg.Addr, cfg.Port), timeout)
+		return nil, errorf(op, CodeTimeout, "rank %d of %d did not finish joining %s within %s (no answer from the store there or from %s)",
+			cfg.Rank, cfg.World, hostPort(cfg.Addr, cfg.Port), timeout, peers(cfg.Rank, cfg.World))
 	}
 }
 
@@ -127,21 +127,22 @@ func (g *ProcessGroup) lost(err error) error {
 	}
 	g.broken = true
 	return &Error{Op: e.Op, Code: e.Code, Msg: fmt.Sprintf("rank %d of %d lost %s (gone, unreachable, or silent for longer than %s): %s",
-		g.rank, g.world, g.peers(), g.timeout, strings.TrimPrefix(e.Msg, e.Op+": "))}
+		g.rank, g.world, peers(g.rank, g.world), g.timeout, strings.TrimPrefix(e.Msg, e.Op+": "))}
 }
 
-// peers names the ranks other than this one: the one peer of a group of two, a list of a
-// few, or their count.
-func (g *ProcessGroup) peers() string {
-	if g.world == 2 {
-		return "rank " + strconv.Itoa(1-g.rank)
+// peers names the ranks of a group of world other than rank: the one peer of a group of
+// two, a list of a few, or their count: the error of a timed-out collective does not say
+// which peer it waited for.
+func peers(rank, world int) string {
+	if world == 2 {
+		return "rank " + strconv.Itoa(1-rank)
 	}
-	if g.world > 9 {
-		return fmt.Sprintf("one of the other %d ranks", g.world-1)
+	if world > 9 {
+		return fmt.Sprintf("one of the other %d ranks", world-1)
 	}
 	var rs []string
-	for r := 0; r < g.world; r++ {
-		if r != g.rank {
+	for r := 0; r < world; r++ {
+		if r != rank {
 			rs = append(rs, strconv.Itoa(r))
 		}
 	}
