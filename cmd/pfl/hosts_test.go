@@ -62,10 +62,10 @@ func newHosts(t *testing.T) *hosts {
 	if err := ip("netns", "add", h.ns[0]); err != nil {
 		t.Skipf("cannot make a network namespace here: %v", err)
 	}
-	steps := [][]string{
-		{"netns", "add", h.ns[1]},
-		{"link", "add", h.dev[0], "type", "veth", "peer", "name", h.dev[1]},
+	if err := ip("link", "add", h.dev[0], "type", "veth", "peer", "name", h.dev[1]); err != nil {
+		t.Skipf("cannot make a veth pair here: %v", err)
 	}
+	steps := [][]string{{"netns", "add", h.ns[1]}}
 	for i := range h.ns {
 		steps = append(steps,
 			[]string{"link", "set", h.dev[i], "netns", h.ns[i]},
