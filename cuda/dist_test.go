@@ -133,15 +133,41 @@ func TestProcessGroupPeerGone(t *testing.T) {
 	x := cuda.FromSlice(s, cuda.CPU, []float32{1})
 	t0 := time.Now()
 	err := pgs[0].AllReduceSum(x) // rank 1 never joins this collective
-	if err == nil || !strings.Contains(err.Error(), "all_reduce") {
+	if err == nil || !strings.Contains(err.Error(), "all_reduce") || !strings.Contains(err.Error(), "rank 0 of 2 lost rank 1") ||
+		!strings.Contains(err.Error(), "the group's timeout of 2s") {
 		t.Fatalf("all-reduce without the peer: %v", err)
 	}
 	if d := time.Since(t0); d > 20*time.Second {
 		t.Fatalf("all-reduce without the peer failed after %v, timeout 2s", d)
 	}
+	// the ranks are no longer at the same point of their collectives: the group is done
+	if err := pgs[0].Barrier(); err == nil || !strings.Contains(err.Error(), "earlier collective") {
+		t.Fatalf("barrier after a failed collective: %v", err)
+	}
 	pgs[1].Close()
 	if err := pgs[1].Barrier(); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("barrier on a closed group: %v", err)
+	}
+}
+
+// TestProcessGroupJoinBounded checks that joining a group whose other rank never comes
+// fails within about the timeout (its steps share it instead of taking it each), naming
+// the missing rank.
+func TestProcessGroupJoinBounded(t *testing.T) {
+	const timeout = 1500 * time.Millisecond
+	t0 := time.Now()
+	g, err := cuda.NewProcessGroup(cuda.GroupConfig{Addr: "127.0.0.1", Port: freePort(t), Rank: 0, World: 2, Timeout: timeout,
+		Device: cuda.CPU, Local: "127.0.0.1", TimeoutVar: "TEST_TIMEOUT"})
+	if err == nil {
+		g.Close()
+		t.Fatal("joined a group of 2 alone")
+	}
+	d := time.Since(t0)
+	if !strings.Contains(err.Error(), "rank 1 did not join") || !strings.Contains(err.Error(), "TEST_TIMEOUT=1.5s") {
+		t.Errorf("joining alone: %v", err)
+	}
+	if d < timeout || d > timeout+3*time.Second {
+		t.Errorf("joining alone failed after %v, timeout %v", d, timeout)
 	}
 }
 
@@ -152,6 +178,7 @@ func TestProcessGroupBadConfig(t *testing.T) {
 		{Addr: "127.0.0.1", Port: 0, Rank: 0, World: 2, Timeout: time.Second},
 		{Addr: "", Port: 1234, Rank: 0, World: 2, Timeout: time.Second},
 		{Addr: "127.0.0.1", Port: 1234, Rank: 0, World: 2},
+		{Addr: "127.0.0.1", Port: 1234, Rank: 0, World: 2, Timeout: time.Second, Interfaces: []string{"lo,eth0"}},
 	} {
 		if g, err := cuda.NewProcessGroup(c); err == nil {
 			g.Close()
@@ -160,15 +187,15 @@ func TestProcessGroupBadConfig(t *testing.T) {
 	}
 }
 
-// TestABIHasProcessGroups checks that the loaded library is of ABI 1.7 or later, the first
-// with the process-group entry points (the loader refuses a shorter vtable).
+// TestABIHasProcessGroups checks that the loaded library is of ABI 1.8 or later, the first
+// with pg_new_on, which NewProcessGroup calls (the loader refuses a shorter vtable).
 func TestABIHasProcessGroups(t *testing.T) {
 	info, err := cuda.Capabilities()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ABIMajor != 1 || info.ABIMinor < 7 {
-		t.Fatalf("library ABI %d.%d, want 1.7 or later", info.ABIMajor, info.ABIMinor)
+	if info.ABIMajor != 1 || info.ABIMinor < 8 {
+		t.Fatalf("library ABI %d.%d, want 1.8 or later", info.ABIMajor, info.ABIMinor)
 	}
 }
 

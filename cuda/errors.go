@@ -28,6 +28,7 @@ const (
 	CodeDType     Code = 101 // a dtype the op does not take (checked in Go)
 	CodeClosed    Code = 102 // a closed tensor, generator, stream or graph was used
 	CodeNoLibrary Code = 103 // the native library could not be loaded
+	CodeTimeout   Code = 104 // a native call did not return in time (joining a process group)
 )
 
 // Sentinel errors for errors.Is. An *Error matches the sentinel of its Code.
@@ -45,6 +46,7 @@ var (
 	ErrDType          = errors.New("dtype mismatch")
 	ErrClosed         = errors.New("use of a closed handle")
 	ErrNoLibrary      = errors.New("native library not loaded")
+	ErrTimeout        = errors.New("timed out")
 )
 
 var codeSentinel = map[Code]error{
@@ -53,6 +55,7 @@ var codeSentinel = map[Code]error{
 	CodeCUDA: ErrCUDA, CodeNoCUDA: ErrNoCUDA, CodeArgument: ErrArgument,
 	CodeStd: ErrTorch, CodeUnknown: ErrTorch, CodeLinAlg: ErrTorch,
 	CodeShape: ErrShape, CodeDType: ErrDType, CodeClosed: ErrClosed, CodeNoLibrary: ErrNoLibrary,
+	CodeTimeout: ErrTimeout,
 }
 
 // Error is an error from an op or a native call.

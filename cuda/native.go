@@ -108,9 +108,9 @@ static int32_t t_set_stream(const pfl_api *a, int32_t d, pfl_stream s, pfl_statu
 static int32_t t_graph_begin_shared(const pfl_api *a, pfl_graph g, pfl_stream s, pfl_graph pool, pfl_status *st) {
 	return a->cuda_graph_capture_begin_shared(g, s, pool, st);
 }
-static int32_t t_pg_new(const pfl_api *a, const char *host, int32_t port, int32_t rank, int32_t world,
-	int64_t timeout_ms, int32_t dt, int32_t di, pfl_pg *out, pfl_status *st) {
-	return a->pg_new(host, port, rank, world, timeout_ms, dt, di, out, st);
+static int32_t t_pg_new_on(const pfl_api *a, const char *host, int32_t port, int32_t rank, int32_t world,
+	int64_t timeout_ms, int32_t dt, int32_t di, const char *ifaces, const char *local, pfl_pg *out, pfl_status *st) {
+	return a->pg_new_on(host, port, rank, world, timeout_ms, dt, di, ifaces, local, out, st);
 }
 static int32_t t_pg_all_reduce(const pfl_api *a, pfl_pg pg, const pfl_tensor *ts, int32_t n, pfl_status *st) {
 	return a->pg_all_reduce(pg, ts, n, st);
@@ -579,13 +579,17 @@ const (
 	opKernelWeightedSum  int32 = C.PFL_OP_KERNEL_WEIGHTED_SUM_
 )
 
-func nativePGNew(host string, port, rank, world int, timeoutMS int64, dev Device) (unsafe.Pointer, error) {
+func nativePGNew(host string, port, rank, world int, timeoutMS int64, dev Device, ifaces, local string) (unsafe.Pointer, error) {
 	ch := C.CString(host)
 	defer C.free(unsafe.Pointer(ch))
+	ci := C.CString(ifaces)
+	defer C.free(unsafe.Pointer(ci))
+	cl := C.CString(local)
+	defer C.free(unsafe.Pointer(cl))
 	var out C.pfl_pg
 	var st C.pfl_status
-	rc := C.t_pg_new(api, ch, C.int32_t(port), C.int32_t(rank), C.int32_t(world), C.int64_t(timeoutMS),
-		C.int32_t(dev.Type), C.int32_t(dev.Index), &out, &st)
+	rc := C.t_pg_new_on(api, ch, C.int32_t(port), C.int32_t(rank), C.int32_t(world), C.int64_t(timeoutMS),
+		C.int32_t(dev.Type), C.int32_t(dev.Index), ci, cl, &out, &st)
 	if err := status("process_group", rc, &st); err != nil {
 		return nil, err
 	}

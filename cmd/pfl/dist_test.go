@@ -219,6 +219,54 @@ func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.output, "MASTER_PORT") {
 		t.Fatalf("a bad MASTER_PORT: exit %d\n%s", r.code, r.output)
 	}
+	r = runPFL(t, out, []string{"WORLD_SIZE=2", "RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "GLOO_SOCKET_IFNAME=pflnosuch0"},
+		"train", "-c", cfg, "--set", "out="+out)
+	if r.code != 1 || !strings.Contains(r.output, "GLOO_SOCKET_IFNAME") || !strings.Contains(r.output, "pflnosuch0") {
+		t.Fatalf("an interface that does not exist: exit %d\n%s", r.code, r.output)
+	}
+}
+
+// TestJoiningIsBounded starts rank 0 of a group of 2, then rank 1 of another, whose other
+// rank never comes (rank 1 finds no store to connect to), and wants each to fail within
+// PFL_DIST_TIMEOUT and a few seconds, rank 0 naming the rank that did not join, both
+// naming the variable. Joining has several steps (the store, the wait for every rank,
+// Gloo's connections), each with a timeout of its own, which must not add up.
+func TestJoiningIsBounded(t *testing.T) {
+	out := t.TempDir()
+	cfg := writeDistConfig(t, out)
+	// Long enough that steps taking the timeout each (2.5 times it, as they did) exceed
+	// the bound below, which leaves a loaded machine seconds to start the process.
+	const timeout = 6 * time.Second
+	type ended struct {
+		r       pflResult
+		elapsed time.Duration
+	}
+	var res [2]ended
+	for rank := range res {
+		port, err := freePort() // no other rank comes to it
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		r := runPFL(t, out, []string{"OMP_NUM_THREADS=1", "WORLD_SIZE=2", fmt.Sprintf("RANK=%d", rank), "MASTER_ADDR=127.0.0.1",
+			fmt.Sprintf("MASTER_PORT=%d", port), "PFL_DIST_TIMEOUT=" + timeout.String()}, "train", "-c", cfg, "--set", "out="+out)
+		res[rank] = ended{r, time.Since(t0)}
+	}
+	for rank, e := range res {
+		t.Logf("rank %d alone: exit %d after %v", rank, e.r.code, e.elapsed.Round(time.Millisecond))
+		want := "PFL_DIST_TIMEOUT=" + timeout.String()
+		if rank == 0 {
+			want = "rank 1 did not join"
+		}
+		switch bound := timeout + 6*time.Second; { // the start of the process, the timeout, the exit
+		case e.r.code != 1:
+			t.Errorf("rank %d alone: exit %d, want 1:\n%s", rank, e.r.code, e.r.output)
+		case e.elapsed > bound:
+			t.Errorf("rank %d alone: failed after %v, want at most %v:\n%s", rank, e.elapsed, bound, e.r.output)
+		case !strings.Contains(e.r.output, want) || !strings.Contains(e.r.output, "PFL_DIST_TIMEOUT"):
+			t.Errorf("rank %d alone: the error does not say %q and name PFL_DIST_TIMEOUT:\n%s", rank, want, e.r.output)
+		}
+	}
 }
 
 // TestAcrossProcessesSurvivesALostRank kills rank 1 of a 2-rank run after a checkpoint,

@@ -45,7 +45,7 @@ func trainCmd(args []string, out io.Writer) error {
 		return err
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
-	ctx, leave, err := joinGroup(ctx, cfg)
+	ctx, leave, err := joinGroup(ctx, cfg, out)
 	if err != nil {
 		return err
 	}
@@ -77,8 +77,9 @@ func trainCmd(args []string, out io.Writer) error {
 // joinGroup joins the group of processes the environment describes (RANK, WORLD_SIZE,
 // ... as torchrun or pfl launch set them) and returns ctx carrying it, which makes the run
 // train across the processes, and a function that leaves the group. With WORLD_SIZE unset
-// or 1 it returns ctx as it is.
-func joinGroup(ctx context.Context, cfg experiment.Config) (context.Context, func(), error) {
+// or 1 it returns ctx as it is. It says on out where Gloo's device sits: the first thing
+// to check when the ranks of several machines cannot reach each other.
+func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (context.Context, func(), error) {
 	env, err := dist.FromEnv()
 	if err != nil || env == nil {
 		return ctx, func() {}, err
@@ -90,7 +91,15 @@ func joinGroup(ctx context.Context, cfg experiment.Config) (context.Context, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("device: %w", err)
 	}
-	g, err := env.Join(env.Device(dev))
+	dev = env.Device(dev)
+	var n dist.GlooNetwork
+	if !dev.IsCUDA() {
+		if n, err = env.Gloo(); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(out, "rank %d of %d: Gloo on %v\n", env.Rank, env.World, n)
+	}
+	g, err := env.Join(dev, n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +128,7 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		if err != nil {
 			return err
 		}
-		ctx, leave, err := joinGroup(ctx, cfg)
+		ctx, leave, err := joinGroup(ctx, cfg, out)
 		if err != nil {
 			return err
 		}
@@ -142,7 +151,7 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		}
 		cfg.Out, cfg.Name = out, name
 	}
-	ctx, leave, err := joinGroup(ctx, cfg)
+	ctx, leave, err := joinGroup(ctx, cfg, out)
 	if err != nil {
 		return err
 	}

@@ -587,6 +587,8 @@ int32_t pfl_pg_broadcast(pfl_pg, const pfl_tensor *, int32_t, int32_t, pfl_statu
 int32_t pfl_pg_all_gather(pfl_pg, pfl_tensor, pfl_tensor, pfl_status *);
 int32_t pfl_pg_barrier(pfl_pg, pfl_status *);
 void pfl_pg_free(pfl_pg);
+int32_t pfl_pg_new_on(const char *, int32_t, int32_t, int32_t, int64_t, int32_t, int32_t, const char *,
+                      const char *, pfl_pg *, pfl_status *);
 
 static const pfl_api k_api = {
     sizeof(pfl_api),
@@ -635,6 +637,7 @@ static const pfl_api k_api = {
     pfl_pg_all_gather,
     pfl_pg_barrier,
     pfl_pg_free,
+    pfl_pg_new_on,
     api_thread_state,
 };
 

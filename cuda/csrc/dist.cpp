@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <thread>
 
 #ifndef PFL_WITH_GLOO
 #define PFL_WITH_GLOO 0
@@ -152,12 +153,76 @@ void coalesced(std::vector<at::Tensor> &ts, F f) {
   }
 }
 
+// Deadline is one budget for the steps of joining. Each step of c10d has its own timeout
+// (connecting to the store, the store's wait for the workers, Gloo's exchange of addresses,
+// each Gloo connection), and given the whole timeout each, they add up to several times
+// it; the store and the wait for every rank take what is left of one deadline instead.
+struct Deadline {
+  std::chrono::steady_clock::time_point end;
+  std::chrono::milliseconds total;
+  explicit Deadline(std::chrono::milliseconds t) : end(std::chrono::steady_clock::now() + t), total(t) {}
+  // left is the time left for step; none left is an error naming the step.
+  std::chrono::milliseconds left(const char *step) const {
+    auto l = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (l.count() <= 0)
+      throw std::runtime_error(std::string("timed out (") + std::to_string(total.count()) + " ms) before " + step);
+    return l;
+  }
+};
+
+#if PFL_WITH_GLOO || PFL_WITH_NCCL
+// await_ranks announces rank in the store and waits until all world ranks have, so that a
+// rank that never comes is named: otherwise the first sign of it is a timeout deep in the
+// backend's own rendezvous, which says neither which rank nor which step.
+void await_ranks(c10d::Store &store, int rank, int world, const Deadline &dl) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < world; ++r) keys.push_back("pfl/joined/" + std::to_string(r));
+  store.set(keys[rank], std::vector<uint8_t>{1});
+  while (!store.check(keys)) {
+    if (std::chrono::steady_clock::now() >= dl.end) {
+      std::string names;
+      int n = 0;
+      for (int r = 0; r < world; ++r)
+        if (!store.check({keys[r]})) names += (n++ ? ", " : "") + std::to_string(r);
+      if (n == 0) return;  // the last came at the last moment
+      throw std::runtime_error((n == 1 ? "rank " : "ranks ") + names + " did not join within " +
+                               std::to_string(dl.total.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+#endif
+
+#if PFL_WITH_GLOO
+// gloo_devices is the Gloo TCP devices of a group: one per interface of ifaces (a
+// comma-separated list, GLOO_SOCKET_IFNAME's form), else one bound to the address local,
+// else the address the hostname resolves to (c10d's default, loopback on many machines).
+std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const std::string &ifaces,
+                                                                     const std::string &local) {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> out;
+  size_t from = 0;
+  while (from <= ifaces.size() && !ifaces.empty()) {
+    size_t to = ifaces.find(',', from);
+    if (to == std::string::npos) to = ifaces.size();
+    std::string name = ifaces.substr(from, to - from);
+    if (name.empty()) throw ArgError("empty interface name in \"" + ifaces + "\"");
+    out.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+    from = to + 1;
+  }
+  if (out.empty())
+    out.push_back(local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                : c10d::ProcessGroupGloo::createDeviceForHostname(local));
+  return out;
+}
+#endif
+
 }  // namespace
 
 extern "C" {
 
-int32_t pfl_pg_new(const char *host, int32_t port, int32_t rank, int32_t world, int64_t timeout_ms,
-                   int32_t device_type, int32_t device_index, pfl_pg *out, pfl_status *st) {
+int32_t pfl_pg_new_on(const char *host, int32_t port, int32_t rank, int32_t world, int64_t timeout_ms,
+                      int32_t device_type, int32_t device_index, const char *ifaces, const char *local,
+                      pfl_pg *out, pfl_status *st) {
   PFL_TRY
   if (!out) throw ArgError("null output");
   *out = nullptr;
@@ -166,27 +231,39 @@ int32_t pfl_pg_new(const char *host, int32_t port, int32_t rank, int32_t world, 
   if (world < 1 || rank < 0 || rank >= world)
     throw ArgError("rank " + std::to_string(rank) + " of world size " + std::to_string(world));
   if (timeout_ms <= 0) throw ArgError("timeout must be positive");
+  std::string ifs = ifaces ? ifaces : "", loc = local ? local : "";
   at::Device dev = to_device(device_type, device_index);
   auto pg = std::make_unique<pfl_pg_s>();
   pg->device = dev;
   pg->rank = rank;
   pg->world = world;
   std::chrono::milliseconds timeout(timeout_ms);
+  Deadline dl(timeout);
 #if PFL_WITH_GLOO || PFL_WITH_NCCL
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(port);
   so.isServer = rank == 0;
   so.numWorkers = static_cast<size_t>(world);
-  so.waitWorkers = true;
-  so.timeout = timeout;
+  so.waitWorkers = false;  // await_ranks waits, naming the ranks that do not come
+  // c10d counts the connect timeout in whole seconds, truncated, and retries a refused
+  // connection once a second while a second is left: what is left of the deadline, rounded
+  // down, would give up a second early (at once for a timeout under 2 s) when rank 0 starts
+  // listening a moment after the others try; rounded up it overshoots by less than a second.
+  so.timeout = std::chrono::ceil<std::chrono::seconds>(dl.left("connecting to the store"));
   pg->store = c10::make_intrusive<c10d::TCPStore>(std::string(host), so);
+  await_ranks(*pg->store, rank, world, dl);
+  // the backend's rendezvous reads the store with the store's timeout
+  pg->store->setTimeout(dl.left("the backend's rendezvous"));
 #endif
   if (dev.is_cpu()) {
 #if PFL_WITH_GLOO
+    // Gloo's contexts keep this timeout for every collective they run (libtorch 1.13 hands
+    // Gloo no timeout per collective), so it is the whole timeout, not what is left of the
+    // join's: the connections made here, after every rank has joined, may take longer than
+    // the deadline only on a link lost at this moment, and the caller bounds the whole call.
+    dl.left("connecting Gloo");
     auto o = c10d::ProcessGroupGloo::Options::create(timeout);
-    // The device bound to the address the others reach us through (loopback for one
-    // machine, the master's network for several: GLOO_SOCKET_IFNAME overrides, as in torch).
-    o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    o->devices = gloo_devices(ifs, loc);
     pg->group = std::make_unique<GroupOf<c10d::ProcessGroupGloo>>(
         c10::make_intrusive<c10d::ProcessGroupGloo>(pg->store, rank, world, o), timeout);
 #else
@@ -204,6 +281,11 @@ int32_t pfl_pg_new(const char *host, int32_t port, int32_t rank, int32_t world, 
   }
   *out = pg.release();
   PFL_CATCH(st, "pg_new")
+}
+
+int32_t pfl_pg_new(const char *host, int32_t port, int32_t rank, int32_t world, int64_t timeout_ms,
+                   int32_t device_type, int32_t device_index, pfl_pg *out, pfl_status *st) {
+  return pfl_pg_new_on(host, port, rank, world, timeout_ms, device_type, device_index, "", "", out, st);
 }
 
 int32_t pfl_pg_all_reduce(pfl_pg pg, const pfl_tensor *ts, int32_t n, pfl_status *st) {

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 8
+#define PFL_ABI_MINOR 9
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -399,7 +399,20 @@ typedef struct pfl_api {
   int32_t (*pg_barrier)(pfl_pg pg, pfl_status *st);
   void (*pg_free)(pfl_pg pg);
 
-  /* Added in ABI 1.8: thread_state fills out[0..3] with what the calling OS thread computes
+  /* Added in ABI 1.8: pg_new_on is pg_new with the network of Gloo's device chosen by the
+   * caller: ifaces, a comma-separated list of interface names (GLOO_SOCKET_IFNAME's form),
+   * makes one Gloo TCP device per interface; else local, an address of this machine (or a
+   * name resolving to one), makes the device bound to it; both empty or NULL: the address
+   * the hostname resolves to, as pg_new does. NCCL groups ignore both. Since 1.8, in pg_new
+   * too, connecting to the store and waiting for every rank share one deadline of timeout_ms,
+   * and a rank that never comes is named; the backend's own connections, made once every
+   * rank is there, are bounded by timeout_ms again (a caller that needs one bound for the
+   * whole call enforces it itself). */
+  int32_t (*pg_new_on)(const char *host, int32_t port, int32_t rank, int32_t world, int64_t timeout_ms,
+                       int32_t device_type, int32_t device_index, const char *ifaces, const char *local,
+                       pfl_pg *out, pfl_status *st);
+
+  /* Added in ABI 1.9: thread_state fills out[0..3] with what the calling OS thread computes
    * with: its OpenMP thread count (omp_get_max_threads, per thread; -1 without OpenMP),
    * libtorch's intra-op count (at::get_num_threads), OpenBLAS's thread count (openblas_get_num_threads; -1 without
    * OpenBLAS) and OpenBLAS's build (openblas_get_parallel: 0 serial, 1 pthreads, 2 OpenMP;

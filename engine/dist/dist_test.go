@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -53,4 +54,59 @@ func TestFromEnv(t *testing.T) {
 	if err != nil || e.Timeout != 90*time.Second {
 		t.Errorf("PFL_DIST_TIMEOUT=90s: %+v %v", e, err)
 	}
+}
+
+// TestGlooNetwork checks where a rank's Gloo device sits: the interfaces GLOO_SOCKET_IFNAME
+// names (each must exist, an error naming the variable otherwise), and without it the
+// address that routes to MASTER_ADDR, loopback for a loopback MASTER_ADDR.
+func TestGlooNetwork(t *testing.T) {
+	base := map[string]string{EnvWorldSize: "2", EnvRank: "1", EnvMasterAddr: "127.0.0.1", EnvMasterPort: "29500"}
+	e, err := parse(env(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.Gloo()
+	if err != nil || len(n.Interfaces) != 0 || n.Local != "127.0.0.1" || !strings.Contains(n.String(), "routes to MASTER_ADDR 127.0.0.1") {
+		t.Errorf("loopback MASTER_ADDR: %+v (%v) %v, want 127.0.0.1", n, n, err)
+	}
+	lo := loopbackName(t)
+	with := func(v string) map[string]string {
+		m := map[string]string{EnvGlooIfname: v}
+		for k, x := range base {
+			m[k] = x
+		}
+		return m
+	}
+	if e, err = parse(env(with(lo + ", " + lo))); err != nil {
+		t.Fatal(err)
+	}
+	n, err = e.Gloo()
+	if err != nil || len(n.Interfaces) != 2 || n.Interfaces[0] != lo || n.Interfaces[1] != lo || n.Local != "" {
+		t.Errorf("GLOO_SOCKET_IFNAME=%s,%s: %+v %v", lo, lo, n, err)
+	}
+	if e, err = parse(env(with("pflnosuch0"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = e.Gloo(); err == nil || !strings.Contains(err.Error(), EnvGlooIfname) || !strings.Contains(err.Error(), `"pflnosuch0"`) {
+		t.Errorf("an interface that does not exist: %v", err)
+	}
+	if _, err = parse(env(with(lo + ",,"))); err == nil || !strings.Contains(err.Error(), EnvGlooIfname) {
+		t.Errorf("an empty name in GLOO_SOCKET_IFNAME: %v", err)
+	}
+}
+
+// loopbackName is the name of this machine's loopback interface ("lo" on Linux).
+func loopbackName(t *testing.T) string {
+	t.Helper()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ifs {
+		if f.Flags&net.FlagLoopback != 0 {
+			return f.Name
+		}
+	}
+	t.Skip("no loopback interface")
+	return ""
 }

@@ -432,6 +432,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			if dist.FromContext(ctx) != nil {
 				// across processes a round can fail half-way through its all-reduces, with
 				// the global model holding a partial sum: the last checkpoint stays
+				if _, serr := os.Stat(filepath.Join(dir, checkpointFile)); serr != nil {
+					return nil, fmt.Errorf("%w; no checkpoint was written yet: start the run again with --overwrite", err)
+				}
 				return nil, fmt.Errorf("%w; the last checkpoint in %s is kept", err, dir)
 			}
 			// the failed round changed neither the global model nor the store

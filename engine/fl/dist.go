@@ -100,7 +100,7 @@ func (r *Run) allReduce(ts ...*cuda.Tensor) error {
 		return nil
 	}
 	if err := r.cfg.Group.AllReduceSum(ts...); err != nil {
-		return fmt.Errorf("fl: rank %d of %d: %w", r.cfg.Group.Rank(), r.cfg.Group.World(), err)
+		return fmt.Errorf("fl: %w", err) // the error names the rank and its lost peers
 	}
 	return nil
 }
