@@ -23,6 +23,8 @@ if [ -n "$unformatted" ]; then
 fi
 bash scripts/gpu-preflight-test.sh
 export PFL_REQUIRE_TEST_DATA=1
+# the tests run as on a user's machine, where no thread count is set
+unset OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_NUM_THREADS
 # OpenBLAS's pthreads build, unpacked (not installed) for the threading test: Debian's
 # alternatives prefer it to the OpenMP build whenever both are installed.
 blas_root="${XDG_CACHE_HOME:-$HOME/.cache}/pfl/openblas-pthread"

@@ -142,7 +142,7 @@ func distRun(t *testing.T, out, cfg string, n int, sets ...string) []distLine {
 	if n > 1 {
 		args = append([]string{"launch", "-n", strconv.Itoa(n), "--"}, args...)
 	}
-	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, args...)
+	r := runPFL(t, out, nil, args...)
 	if r.code != 0 {
 		t.Fatalf("pfl %v: exit %d\n%s", args, r.code, r.output)
 	}
@@ -205,12 +205,12 @@ func TestAcrossProcessesMatchesOneProcess(t *testing.T) {
 func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 	out := t.TempDir()
 	cfg := writeDistConfig(t, out)
-	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
+	r := runPFL(t, out, nil, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
 		"--set", "train.sequential=true")
 	if r.code == 0 || !strings.Contains(r.output, "train.sequential") || !strings.Contains(r.output, "WORLD_SIZE=1") {
 		t.Fatalf("clients trained one at a time across 2 processes: exit %d\n%s", r.code, r.output)
 	}
-	r = runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
+	r = runPFL(t, out, nil, "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out,
 		"--set", "algorithm.name=fedtp", "--set", "data.holdout=0.34")
 	if r.code == 0 || !strings.Contains(r.output, "novel clients") {
 		t.Fatalf("the novel-client study across 2 processes: exit %d\n%s", r.code, r.output)
@@ -248,7 +248,7 @@ func TestJoiningIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		r := runPFL(t, out, []string{"OMP_NUM_THREADS=1", "WORLD_SIZE=2", fmt.Sprintf("RANK=%d", rank), "MASTER_ADDR=127.0.0.1",
+		r := runPFL(t, out, []string{"WORLD_SIZE=2", fmt.Sprintf("RANK=%d", rank), "MASTER_ADDR=127.0.0.1",
 			fmt.Sprintf("MASTER_PORT=%d", port), "PFL_DIST_TIMEOUT=" + timeout.String()}, "train", "-c", cfg, "--set", "out="+out)
 		res[rank] = ended{r, time.Since(t0)}
 	}
@@ -285,7 +285,7 @@ func TestAcrossProcessesSurvivesALostRank(t *testing.T) {
 		args = append(args, "--set", s)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(childEnvironment(t), "OMP_NUM_THREADS=1", "PFL_DIST_TIMEOUT=60s")
+	cmd.Env = append(childEnvironment(t), "PFL_DIST_TIMEOUT=60s")
 	outPipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestAcrossProcessesSurvivesALostRank(t *testing.T) {
 	}
 	t.Logf("launch ended %v after rank 1 was killed", time.Since(t0).Round(time.Millisecond))
 
-	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "3", "--", "train", "--resume", filepath.Join(out, "cut"))
+	r := runPFL(t, out, nil, "launch", "-n", "3", "--", "train", "--resume", filepath.Join(out, "cut"))
 	if r.code != 0 {
 		t.Fatalf("resume on 3 ranks: exit %d\n%s", r.code, r.output)
 	}
@@ -370,7 +370,7 @@ func TestAcrossProcessesStopTogether(t *testing.T) {
 	cfg := writeDistConfig(t, out)
 	cmd := exec.Command(os.Args[0], "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out, "--set", "name=stop",
 		"--set", "train.rounds=20", "--set", "train.epochs=4")
-	cmd.Env = append(childEnvironment(t), "OMP_NUM_THREADS=1")
+	cmd.Env = childEnvironment(t)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +426,7 @@ func TestSuiteAcrossProcessesMatchesOneProcess(t *testing.T) {
 		if n > 1 {
 			args = append([]string{"launch", "-n", strconv.Itoa(n), "--"}, args...)
 		}
-		if r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, args...); r.code != 0 {
+		if r := runPFL(t, out, nil, args...); r.code != 0 {
 			t.Fatalf("pfl %v: exit %d\n%s", args, r.code, r.output)
 		}
 	}
@@ -440,7 +440,7 @@ func TestSuiteAcrossProcessesMatchesOneProcess(t *testing.T) {
 	if err != nil || !strings.Contains(string(table), "| fedavg |") || !strings.Contains(string(table), "| fedtp |") {
 		t.Fatalf("rank 0's suite table: %v\n%s", err, table)
 	}
-	if r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "launch", "-n", "2", "--", "train", "--resume", filepath.Join(out, "two")); r.code != 0 {
+	if r := runPFL(t, out, nil, "launch", "-n", "2", "--", "train", "--resume", filepath.Join(out, "two")); r.code != 0 {
 		t.Fatalf("resume of the finished suite on 2 ranks: exit %d\n%s", r.code, r.output)
 	}
 	again, err := os.ReadFile(filepath.Join(out, "two", "results.md"))

@@ -110,7 +110,7 @@ func (h *hosts) start(t *testing.T, r, port int, env []string, args ...string) *
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.ns[r], os.Args[0]}, args...)...)
-	cmd.Env = append(childEnvironment(t), "OMP_NUM_THREADS=1", fmt.Sprintf("RANK=%d", r), "WORLD_SIZE=2",
+	cmd.Env = append(childEnvironment(t), fmt.Sprintf("RANK=%d", r), "WORLD_SIZE=2",
 		"MASTER_ADDR="+h.addr[0], fmt.Sprintf("MASTER_PORT=%d", port))
 	cmd.Env = append(cmd.Env, env...)
 	pipe, err := cmd.StdoutPipe()
@@ -277,7 +277,7 @@ func TestAcrossTwoHosts(t *testing.T) {
 	}
 
 	// the cut run resumed in one process
-	r := runPFL(t, out, []string{"OMP_NUM_THREADS=1"}, "train", "--resume", filepath.Join(out, "cut"))
+	r := runPFL(t, out, nil, "train", "--resume", filepath.Join(out, "cut"))
 	if r.code != 0 || !regexp.MustCompile(`resumed \S+ after round [1-4]\b`).MatchString(r.output) {
 		t.Fatalf("resume in one process: exit %d\n%s", r.code, r.output)
 	}
