@@ -20,7 +20,8 @@ func mapsCmd(args []string, out io.Writer) error {
 	fusion := fs.String("fusion", "max", "rollout's head fusion: max (FedTP's maps) or mean")
 	discard := fs.Float64("discard", 0.3, "fraction of each block's fused attention, the smallest, discarded before rollout")
 	side := fs.Int("side", 96, "magnify each image to at least this many pixels")
-	if err := parseArgs(fs, args, 1, 1, "pfl maps [-images N] [-clients 0,1,...] [-fusion max|mean] [-discard f] [-side px] <run or suite dir>"); err != nil {
+	pos, err := parseArgs(fs, args, 1, 1, "pfl maps [-images N] [-clients 0,1,...] [-fusion max|mean] [-discard f] [-side px] <run or suite dir>")
+	if err != nil {
 		return err
 	}
 	o := experiment.MapOptions{Images: *images, Fusion: analysis.Fusion(*fusion), Discard: discard, Side: *side}
@@ -36,7 +37,7 @@ func mapsCmd(args []string, out io.Writer) error {
 			o.Clients = append(o.Clients, c)
 		}
 	}
-	info, err := experiment.Maps(fs.Arg(0), o)
+	info, err := experiment.Maps(pos[0], o)
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func mapsCmd(args []string, out io.Writer) error {
 		}
 	}
 	for _, s := range info.Sheets {
-		fmt.Fprintf(out, "wrote %s\n", filepath.Join(fs.Arg(0), "maps", s))
+		fmt.Fprintf(out, "wrote %s\n", filepath.Join(pos[0], "maps", s))
 	}
 	return nil
 }

@@ -11,10 +11,11 @@ import (
 func plotCmd(args []string, out io.Writer) error {
 	fs := newFlags("plot", out)
 	path := fs.String("out", "accuracy.png", "output file (.png or .svg)")
-	if err := parseArgs(fs, args, 1, -1, "pfl plot [-out file.png] <run dir>..."); err != nil {
+	dirs, err := parseArgs(fs, args, 1, -1, "pfl plot [-out file.png] <run dir>...")
+	if err != nil {
 		return err
 	}
-	if err := experiment.Compare(*path, fs.Args()); err != nil {
+	if err := experiment.Compare(*path, dirs); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "wrote %s\n", *path)

@@ -13,10 +13,11 @@ import (
 // has them.
 func tsneCmd(args []string, out io.Writer) error {
 	fs := newFlags("tsne", out)
-	if err := parseArgs(fs, args, 1, 1, "pfl tsne <run or suite dir>"); err != nil {
+	pos, err := parseArgs(fs, args, 1, 1, "pfl tsne <run or suite dir>")
+	if err != nil {
 		return err
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
 	dirs := []string{dir}
 	if experiment.IsSuite(dir) {
 		entries, err := os.ReadDir(dir)
