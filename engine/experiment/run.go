@@ -304,6 +304,13 @@ func Evaluate(dir string) (fl.EvalResult, int, error) {
 	if err := cfg.Validate(); err != nil {
 		return fl.EvalResult{}, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
+	if len(cfg.Suite) > 0 {
+		return fl.EvalResult{}, 0, fmt.Errorf("%s is a suite; evaluate its members (Runs lists them)", dir)
+	}
+	// before the data is loaded: a run stopped before its first checkpoint has nothing to evaluate
+	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+		return fl.EvalResult{}, 0, fmt.Errorf("%s has no checkpoint yet: no round was saved", dir)
+	}
 	se, err := prepare(context.Background(), cfg)
 	if err != nil {
 		return fl.EvalResult{}, 0, err

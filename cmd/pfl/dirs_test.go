@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// toyConfig writes a toy experiment (a FedTP and a FedAvg member on synthetic images, a tiny
+// ViT, one round) named name under out, with extra YAML lines appended.
+func toyConfig(t *testing.T, out, name, extra string) string {
+	return writeConfig(t, `name: `+name+`
+out: `+out+`
+suite: [fedtp, fedavg]
+data: {dataset: "synthetic:300", clients: 5, partition: iid}
+model: {preset: tiny-vit, depth: 1, patch: 8, dim: 16, heads: 2, head_dim: 8, mlp: 16}
+train: {rounds: 1, participation: 0.4}
+`+extra)
+}
+
+// pfl runs the command line and fails the test unless it exits with code; it returns the
+// output.
+func pfl(t *testing.T, code int, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	got := run(args, &out, &errOut)
+	text := out.String() + errOut.String()
+	if got != code {
+		t.Fatalf("pfl %q: exit %d, want %d:\n%s", args, got, code, text)
+	}
+	return text
+}
+
+// TestSuiteAndGridDirectoriesEverywhere: eval, plot, tsne and maps take a suite's and a
+// grid's directory as they take a run's, and work on each of its runs (eval and plot read
+// a suite's config.json as a run's and failed with raw file errors).
+func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
+	tmp := t.TempDir()
+	pfl(t, 0, "train", "-c", toyConfig(t, tmp, "s", ""))
+	pfl(t, 0, "train", "-c", toyConfig(t, tmp, "g", "seeds: [1, 2]\n"))
+	suite, grid := filepath.Join(tmp, "s"), filepath.Join(tmp, "g")
+	png := filepath.Join(tmp, "both.png")
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"eval", suite}, []string{filepath.Join(suite, "fedtp") + " after 1 rounds", filepath.Join(suite, "fedavg") + " after 1 rounds"}},
+		{[]string{"eval", grid, "-clients"}, []string{filepath.Join(grid, "fedtp", "seed-1") + " after 1 rounds", filepath.Join(grid, "fedavg", "seed-2") + " after 1 rounds", "client   4"}},
+		{[]string{"plot", suite, grid, "-out", png}, []string{"wrote " + png}},
+		{[]string{"tsne", grid}, []string{filepath.Join(grid, "fedtp", "seed-2", "embeddings_tsne.png")}},
+		{[]string{"maps", grid, "-images", "1", "-clients", "0"}, []string{filepath.Join(grid, "fedavg", "seed-2", "maps", "client0.png")}},
+	} {
+		text := pfl(t, 0, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("pfl %q: output lacks %q:\n%s", c.args, w, text)
+			}
+		}
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+		t.Errorf("plot of a suite and a grid: %v", err)
+	}
+	// a member that never saved a checkpoint is named, not evaluated
+	if err := os.Remove(filepath.Join(suite, "fedavg", "checkpoint.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	text := pfl(t, 0, "eval", suite)
+	if !strings.Contains(text, filepath.Join(suite, "fedavg")+": no checkpoint yet") || !strings.Contains(text, filepath.Join(suite, "fedtp")+" after 1 rounds") {
+		t.Errorf("eval of a suite with a member without a checkpoint:\n%s", text)
+	}
+}
