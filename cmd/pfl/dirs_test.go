@@ -71,3 +71,43 @@ func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
 		t.Errorf("eval of a suite with a member without a checkpoint:\n%s", text)
 	}
 }
+
+// TestFailedStartDoesNotBlockARetry: a suite, a grid or a named run that failed while it
+// set up (here: its data is missing) leaves nothing that refuses the plain retry (the suite
+// and the grid used to leave config.json, which "already holds a suite" refused, --resume
+// too); a directory with a round done, or with a file that is not pfl's, is still refused.
+func TestFailedStartDoesNotBlockARetry(t *testing.T) {
+	tmp := t.TempDir()
+	missing := "data.dataset=cifar10:" + filepath.Join(tmp, "no-such.tar.gz")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"suite", []string{"-c", toyConfig(t, tmp, "suite", "")}},
+		{"grid", []string{"-c", toyConfig(t, tmp, "grid", "seeds: [1, 2]\n")}},
+		{"pick", []string{"-c", toyConfig(t, tmp, "pick", ""), "--set", "suite=[]", "--set", "algorithm.name=fedavg"}},
+	} {
+		train := append([]string{"train"}, c.args...)
+		if text := pfl(t, 1, append(train, "--set", missing)...); !strings.Contains(text, "no-such.tar.gz") {
+			t.Fatalf("%s with missing data: %s", c.name, text)
+		}
+		text := pfl(t, 0, train...)
+		if _, err := os.Stat(filepath.Join(tmp, c.name)); err == nil && c.name != "pick" && !strings.Contains(text, "replacing "+filepath.Join(tmp, c.name)) {
+			t.Errorf("%s: the retry does not say it replaced the failed start:\n%s", c.name, text)
+		}
+		// finished, it is kept: a plain start is refused again
+		if text := pfl(t, 1, train...); !strings.Contains(text, "already holds") {
+			t.Errorf("%s: a second start after a finished one: %s", c.name, text)
+		}
+	}
+	// a failed start with a file of the user's beside it is kept
+	user := filepath.Join(tmp, "kept")
+	cfg := toyConfig(t, tmp, "kept", "")
+	pfl(t, 1, "train", "-c", cfg, "--set", missing)
+	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text := pfl(t, 1, "train", "-c", cfg); !strings.Contains(text, "already holds a suite") {
+		t.Errorf("a failed start holding a file of the user's: %s", text)
+	}
+}

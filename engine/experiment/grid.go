@@ -73,7 +73,7 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(g.dir) && !opts.Overwrite {
+	if existingRun(g.dir) && !opts.Overwrite && !replaceFailedStart(g.dir, opts.Observer) {
 		unlock()
 		return nil, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", g.dir, g.dir)
 	}

@@ -332,7 +332,7 @@ func openRunDir(dir string, resume bool, opts Options) error {
 		}
 		return nil
 	}
-	if existingRun(dir) && !opts.Overwrite {
+	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
 		return fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
 	return nil

@@ -48,7 +48,7 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(dir) && !opts.Overwrite {
+	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
 		unlock()
 		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
