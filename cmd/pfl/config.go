@@ -68,7 +68,14 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	// unset holds the optional keys a later source unset (null): viper cannot unset a key
 	// the file sets, so they are cleared after decoding
 	unset := map[string]bool{}
+	// setBy records which source set a key last (fromFile, fromEnv, fromSet): a later
+	// source's seed or seeds replaces the other key an earlier one set, and a suite given
+	// by a later source keeps the file's settings of the members it names.
+	source := fromFile
+	setBy := map[string]int{}
+	var fileSuite []string
 	put := func(key string, val any) {
+		setBy[key] = source
 		if val == nil {
 			unset[key] = true
 			return
@@ -86,10 +93,17 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 			return experiment.Config{}, fmt.Errorf("config (%s): %s: %s", where, key, problem)
 		}
 		put(key, val)
+		if l, ok := val.([]any); ok && key == "suite" {
+			for _, e := range l {
+				fileSuite = append(fileSuite, fmt.Sprint(e))
+			}
+		}
 	}
+	source = fromEnv
 	if err := applyEnv(put, os.Environ(), fields); err != nil {
 		return experiment.Config{}, err
 	}
+	source = fromSet
 	for _, s := range sets {
 		key, val, ok := strings.Cut(s, "=")
 		if !ok || key == "" {
@@ -108,13 +122,23 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		if problem == noValue {
 			return experiment.Config{}, fmt.Errorf("--set %s: no value; write %s=<value>", s, key)
 		}
+		if val == "null" && t.Kind() != reflect.Pointer {
+			hint := ""
+			if key == "seed" {
+				hint = "; to run several seeds instead, --set seeds=[1,2] replaces the file's seed"
+			}
+			return experiment.Config{}, fmt.Errorf("--set %s: %s cannot be unset; null unsets only the optional keys (the model's sizes and plug-ins, algorithm.hyper.lr, novel.lr)%s", s, key, hint)
+		}
 		if problem != "" {
 			return experiment.Config{}, fmt.Errorf("--set %s: %s", key, problem)
 		}
 		put(key, x)
 	}
-	if v.IsSet("seed") && v.IsSet("seeds") {
-		return experiment.Config{}, fmt.Errorf("config (%s): seed and seeds are both set; keep seed for one run or seeds for one run per seed", where)
+	seedBy, seed := setBy["seed"]
+	seedsBy, seeds := setBy["seeds"]
+	if seed && seeds && seedBy == seedsBy {
+		return experiment.Config{}, fmt.Errorf("%s: seed and seeds are both set; keep seed for one run or seeds for one run per seed (a later source's seed or seeds replaces the other: --set seeds=[1,2] over a file's seed)",
+			sourceName(seedBy, where))
 	}
 	// the sweep block is read apart: its keys are dotted config keys, which viper would
 	// split into sections, and its order (the first key is the plots' x axis) matters
@@ -132,12 +156,59 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	for key := range unset {
 		clearKey(&cfg, key)
 	}
+	switch {
+	case seed && seeds && seedsBy > seedBy:
+		cfg.Seed = experiment.DefaultConfig().Seed // seeds given later replace the seed
+	case seed && seeds && seedBy > seedsBy:
+		cfg.Seeds = nil
+	}
+	if setBy["suite"] != fromFile {
+		cfg.Suite = keepMemberSettings(cfg.Suite, fileSuite)
+	}
 	if in.Sweep != nil {
 		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
 			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
 		}
 	}
 	return cfg, nil
+}
+
+// The sources of config values, in the order they apply.
+const (
+	fromFile = iota // the config file (or the embedded demo)
+	fromEnv         // PFL_* environment variables
+	fromSet         // --set
+)
+
+// sourceName names a source for messages; where names the file.
+func sourceName(source int, where string) string {
+	switch source {
+	case fromEnv:
+		return "the environment"
+	case fromSet:
+		return "--set"
+	}
+	return "config (" + where + ")"
+}
+
+// keepMemberSettings returns suite with every entry that is a bare name ("transfed") and
+// that the file's suite lists as a labelled member ("transfed: algorithm.name=transfed;
+// model.preset=focalnet-cifar; ...") replaced by the file's entry: a member named on the
+// command line keeps the settings the file gave it, as it does in the file.
+func keepMemberSettings(suite, fileSuite []string) []string {
+	out := slices.Clone(suite)
+	for i, e := range out {
+		if strings.Contains(e, ":") {
+			continue
+		}
+		for _, f := range fileSuite {
+			if label, _, ok := strings.Cut(f, ":"); ok && strings.TrimSpace(label) == strings.TrimSpace(e) {
+				out[i] = f
+				break
+			}
+		}
+	}
+	return out
 }
 
 // sweepAxes reads a sweep block: a mapping from dotted keys to lists of values (viper
