@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -73,9 +74,13 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	// by a later source keeps the file's settings of the members it names.
 	source := fromFile
 	setBy := map[string]int{}
+	given := map[string]string{} // the variable or --set that gave a key, for messages
 	var fileSuite []string
 	put := func(key string, val any) {
 		setBy[key] = source
+		if source == fromEnv {
+			given[key] = "environment variable " + envName(key)
+		}
 		if val == nil {
 			unset[key] = true
 			return
@@ -133,6 +138,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 			return experiment.Config{}, fmt.Errorf("--set %s: %s", key, problem)
 		}
 		put(key, x)
+		given[key] = "--set " + s
 	}
 	seedBy, seed := setBy["seed"]
 	seedsBy, seeds := setBy["seeds"]
@@ -169,6 +175,9 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
 			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
 		}
+	}
+	if err := overridden(cfg, given); err != nil {
+		return experiment.Config{}, err
 	}
 	return cfg, nil
 }
@@ -207,6 +216,47 @@ func keepMemberSettings(suite, fileSuite []string) []string {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// overridden refuses a value that the environment or --set gave (given: the key and who
+// gave it) for a key that every suite member sets, or that the sweep sets: no run would
+// use it, and it would never be checked (pfl train --set algorithm.name=__none__ on the
+// demo would run the demo's five algorithms).
+func overridden(cfg experiment.Config, given map[string]string) error {
+	keys := slices.Sorted(maps.Keys(given))
+	for _, key := range keys {
+		for _, a := range cfg.Sweep {
+			if a.Key == key {
+				return fmt.Errorf("%s: the sweep sets %s (to %s in turn), so this value would be ignored; change the sweep's values instead", given[key], key, strings.Join(a.Values, ", "))
+			}
+		}
+		if len(cfg.Suite) == 0 {
+			continue
+		}
+		every := true
+		for _, e := range cfg.Suite {
+			mk, err := experiment.MemberKeys(e)
+			if err != nil {
+				return nil // a malformed member: the suite's check names it
+			}
+			every = every && slices.Contains(mk, key)
+		}
+		if every {
+			return fmt.Errorf("%s: every member of the suite sets %s (suite: %s), so this value would be ignored; pick the members with --set 'suite=[...]' (a bare name sets algorithm.name), or run without a suite: --set 'suite=[]'",
+				given[key], key, strings.Join(memberLabels(cfg.Suite), ", "))
+		}
+	}
+	return nil
+}
+
+// memberLabels are the suite entries' labels (the part before ":").
+func memberLabels(suite []string) []string {
+	out := make([]string, len(suite))
+	for i, e := range suite {
+		label, _, _ := strings.Cut(e, ":")
+		out[i] = strings.TrimSpace(label)
 	}
 	return out
 }

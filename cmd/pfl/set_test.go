@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -56,5 +58,53 @@ func TestSuiteFromTheCommandLineKeepsMembersSettings(t *testing.T) {
 	t.Setenv("PFL_SUITE", "[transfed]")
 	if cfg, err := loadConfig("", nil); err != nil || !slices.Equal(cfg.Suite, []string{transfed}) {
 		t.Fatalf("PFL_SUITE=[transfed]: suite %q, %v", cfg.Suite, err)
+	}
+}
+
+// TestSetOfAKeyEveryMemberSetsIsRefused: a value from --set or the environment for a key
+// that every suite member sets, or that the sweep sets, is refused naming suite (or the
+// sweep): no run would use it (pfl train --set algorithm.name=__none__ ran the demo's five
+// algorithms, never checking the name).
+func TestSetOfAKeyEveryMemberSetsIsRefused(t *testing.T) {
+	members := writeConfig(t, `suite: ["a: algorithm.name=fedavg; train.lr=0.1", "b: algorithm.name=local; train.lr=0.2", "fedprox"]
+`)
+	swept := writeConfig(t, "sweep:\n  data.alpha: [0.1, 0.5]\n")
+	for _, c := range []struct {
+		path    string
+		sets    []string
+		env     string
+		mention string // "" accepted
+	}{
+		{"", []string{"algorithm.name=__none__"}, "", "--set algorithm.name=__none__: every member of the suite sets algorithm.name (suite: fedtp, fedperfix, transfed, fedavg, local)"},
+		{"", nil, "PFL_ALGORITHM_NAME=fedavg", "environment variable PFL_ALGORITHM_NAME: every member of the suite sets algorithm.name"},
+		{"", []string{"suite=[fedavg, local]", "algorithm.name=fedprox"}, "", "--set 'suite=[]'"},
+		{"", []string{"suite=[]", "algorithm.name=fedavg"}, "", ""},
+		{"", []string{"model.dim=32"}, "", ""}, // the demo's transfed sets model.dim, the others do not
+		{members, []string{"train.lr=0.5"}, "", ""},
+		{members, []string{"suite=[a, b]", "train.lr=0.5"}, "", "every member of the suite sets train.lr (suite: a, b)"},
+		{members, []string{"train.rounds=3"}, "", ""},
+		{swept, []string{"data.alpha=0.3"}, "", "--set data.alpha=0.3: the sweep sets data.alpha (to 0.1, 0.5 in turn)"},
+		{swept, []string{"data.clients=4"}, "", ""},
+		{writeConfig(t, "algorithm: {name: fedavg}\nsuite: [local]\n"), nil, "", ""}, // the file's own choice
+	} {
+		if c.env != "" {
+			name, val, _ := strings.Cut(c.env, "=")
+			t.Setenv(name, val)
+		}
+		_, err := loadConfig(c.path, c.sets)
+		if c.env != "" {
+			os.Unsetenv(strings.Split(c.env, "=")[0])
+		}
+		switch {
+		case c.mention == "" && err != nil:
+			t.Errorf("%s %q %s: %v", c.path, c.sets, c.env, err)
+		case c.mention != "" && (err == nil || !strings.Contains(err.Error(), c.mention)):
+			t.Errorf("%s %q %s: %v; want an error mentioning %q", c.path, c.sets, c.env, err, c.mention)
+		}
+	}
+	// the command refuses it before anything runs
+	var out, errOut bytes.Buffer
+	if code := run([]string{"train", "--set", "algorithm.name=__none__", "--set", "out=" + t.TempDir()}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "suite") {
+		t.Errorf("pfl train --set algorithm.name=__none__: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
