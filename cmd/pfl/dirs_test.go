@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/cuda"
 )
 
 // toyConfig writes a toy experiment (a FedTP and a FedAvg member on synthetic images, a tiny
@@ -109,5 +111,28 @@ func TestFailedStartDoesNotBlockARetry(t *testing.T) {
 	}
 	if text := pfl(t, 1, "train", "-c", cfg); !strings.Contains(text, "already holds a suite") {
 		t.Errorf("a failed start holding a file of the user's: %s", text)
+	}
+}
+
+// TestUnavailableDeviceIsRefusedFirst: a CUDA device this build or machine cannot give is
+// refused before the data is loaded or the run directory touched (the data here does not
+// exist, and is not what the error names), saying how to get a CUDA build.
+func TestUnavailableDeviceIsRefusedFirst(t *testing.T) {
+	info, err := cuda.Capabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	device, want := "cuda", "bash bench/gpu.sh"
+	if info.HasCUDA {
+		device, want = "cuda:99", "CUDA device"
+	}
+	tmp := t.TempDir()
+	cfg := toyConfig(t, tmp, "dev", "")
+	text := pfl(t, 1, "train", "-c", cfg, "--set", "device="+device, "--set", "data.dataset=cifar10:"+filepath.Join(tmp, "no-such.tar.gz"))
+	if !strings.Contains(text, want) || strings.Contains(text, "no-such") {
+		t.Errorf("train on %s: %s; want the device refused first, mentioning %q", device, text, want)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("a run refused for its device left %v in its out folder", entries)
 	}
 }

@@ -48,6 +48,11 @@ func evalCmd(args []string, out io.Writer) error {
 
 // evalRun evaluates the run in dir and prints its accuracy (and every client's).
 func evalRun(dir string, perClient bool, out io.Writer) error {
+	if cfg, err := experiment.LoadRunConfig(dir); err == nil { // else Evaluate names what is wrong
+		if err := checkDevice(cfg.Device); err != nil {
+			return err
+		}
+	}
 	ev, rounds, err := experiment.Evaluate(dir)
 	if err != nil {
 		return err
