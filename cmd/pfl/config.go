@@ -19,6 +19,7 @@ import (
 
 	"pfl/configs"
 	"pfl/cuda"
+	"pfl/engine/data/fetch"
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
 )
@@ -579,7 +580,7 @@ func envName(key string) string {
 // name a config key, so that a misspelt one (PFL_TRAINN_ROUNDS) is not silently ignored.
 // Keep the list whole: a variable missing here makes every run under it fail.
 var ownVariables = []string{
-	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout,
+	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv,
 	"PFL_LEAK_LOG", "PFL_BACKTRACE", // debugging switches of cuda/ and the native library
 	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
 	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/

@@ -75,12 +75,14 @@ func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
 }
 
 // TestFailedStartDoesNotBlockARetry: a suite, a grid or a named run that failed while it
-// set up (here: its data is missing) leaves nothing that refuses the plain retry (the suite
-// and the grid used to leave config.json, which "already holds a suite" refused, --resume
-// too); a directory with a round done, or with a file that is not pfl's, is still refused.
+// set up (here: a folder of images that is not there, which only loading finds; a missing
+// dataset pfl fetches is found before anything is written) leaves nothing that refuses
+// the plain retry (the suite and the grid used to leave config.json, which "already holds
+// a suite" refused, --resume too); a directory with a round done, or with a file that is
+// not pfl's, is still refused.
 func TestFailedStartDoesNotBlockARetry(t *testing.T) {
 	tmp := t.TempDir()
-	missing := "data.dataset=cifar10:" + filepath.Join(tmp, "no-such.tar.gz")
+	missing := "data.dataset=domains:" + filepath.Join(tmp, "no-such")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -90,7 +92,7 @@ func TestFailedStartDoesNotBlockARetry(t *testing.T) {
 		{"pick", []string{"-c", toyConfig(t, tmp, "pick", ""), "--set", "suite=[]", "--set", "algorithm.name=fedavg"}},
 	} {
 		train := append([]string{"train"}, c.args...)
-		if text := pfl(t, 1, append(train, "--set", missing)...); !strings.Contains(text, "no-such.tar.gz") {
+		if text := pfl(t, 1, append(train, "--set", missing)...); !strings.Contains(text, "no-such") {
 			t.Fatalf("%s with missing data: %s", c.name, text)
 		}
 		text := pfl(t, 0, train...)

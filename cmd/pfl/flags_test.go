@@ -75,6 +75,7 @@ func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 		{[]string{"report", "-h"}, 0, "Usage: pfl report [-maps=false] <run, suite or grid dir>"},
 		{[]string{"launch", "-h"}, 0, "-- <pfl command and flags>"},
 		{[]string{"bench", "-h"}, 0, "usage: pfl bench [flags] <workload>"},
+		{[]string{"data", "-h"}, 0, "Usage: pfl data list | get <name>... | dir"},
 		// flags after the positional arguments, as the README writes them
 		{[]string{"eval", missing, "-clients"}, 1, "config.json"},
 		{[]string{"maps", missing, "-images", "2", "-clients", "0,3"}, 1, "config.json"},

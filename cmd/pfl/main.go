@@ -7,6 +7,7 @@
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
 //	pfl models            list the models with parameters by role and FLOPs per sample
 //	pfl algorithms        list the federated algorithms with their papers
+//	pfl data get <name>   fetch a dataset into the data folder ($PFL_DATA), checked; pfl data list
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
@@ -44,6 +45,7 @@ var commands = []command{
 	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
 	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
 	{"report", "write a self-contained HTML report of a run or suite (report.html)", reportCmd},
+	{"data", "list the datasets pfl reads; fetch them, checked, into the data folder (pfl data get cifar10)", dataCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"launch", "start N local processes of a pfl command that train together (torchrun's variables)", launchCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},

@@ -1,8 +1,12 @@
 package experiment
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+
+	"pfl/engine/data/fetch"
 )
 
 // RunDir is one run among the runs a directory holds (Runs).
@@ -54,4 +58,22 @@ func Runs(dir string) ([]RunDir, error) {
 		out[i] = RunDir{Dir: d, Label: labels[i], Checkpoint: err == nil}
 	}
 	return out, nil
+}
+
+// dataThere checks, before a suite or grid writes anything, that the data of each of its
+// runs is where data.dataset says or in the data folder (a run with data.download fetches
+// it when it starts), so that missing data is an error naming pfl data get, not a
+// directory of a start that failed.
+func dataThere(ctx context.Context, runs []Config) error {
+	seen := map[string]bool{}
+	for _, c := range runs {
+		if c.Data.Download || seen[c.Data.Dataset] {
+			continue
+		}
+		seen[c.Data.Dataset] = true
+		if _, err := fetch.Resolve(ctx, c.Data.Dataset, false, fetch.Options{}); err != nil {
+			return fmt.Errorf("%s: data.dataset: %w", c.Name, err)
+		}
+	}
+	return nil
 }

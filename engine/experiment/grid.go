@@ -69,6 +69,13 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 	if err != nil {
 		return nil, err
 	}
+	var leaves []Config
+	for _, l := range g.leaves {
+		leaves = append(leaves, l.cfg)
+	}
+	if err := dataThere(ctx, leaves); err != nil {
+		return nil, err
+	}
 	unlock, err := lockDir(g.dir)
 	if err != nil {
 		return nil, err

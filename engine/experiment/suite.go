@@ -39,6 +39,9 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 		return nil, err
 	}
 	dir := filepath.Join(cfg.Out, cfg.Name)
+	if err := dataThere(ctx, members); err != nil {
+		return nil, err
+	}
 	if !dist.Writes(dist.FromContext(ctx)) {
 		// another rank of a suite across processes: the same members in the same order, in
 		// step with rank 0, which checks, locks and writes the suite's directory
