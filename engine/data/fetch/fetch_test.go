@@ -382,3 +382,23 @@ func TestRootIsPFLDataOrTheCache(t *testing.T) {
 		t.Fatalf("Root() with %s = %q, %v", RootEnv, r, err)
 	}
 }
+
+// On a terminal the meter redraws one line in place: a bar, the percentage, the bytes of
+// the total and the rate; a transfer of unknown length shows the bytes so far.
+func TestProgressBarOnATerminal(t *testing.T) {
+	var out bytes.Buffer
+	m := &meter{w: &out, tty: true, name: "a.bin", total: 2000, start: time.Now()} // a bytes.Buffer is no terminal
+	m.Write(make([]byte, 500))
+	m.finish(true)
+	got := out.String()
+	if !strings.HasPrefix(got, "\ra.bin [=======                       ]  25% 500 bytes of 2.0 kB, ") || !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("bar %q", got)
+	}
+	out.Reset()
+	m = &meter{w: &out, tty: true, name: "b.bin", total: -1, start: time.Now()}
+	m.Write(make([]byte, 1500))
+	m.finish(true)
+	if got := out.String(); !strings.HasPrefix(got, "\rb.bin 1.5 kB, ") {
+		t.Fatalf("unknown length: %q", got)
+	}
+}
