@@ -195,6 +195,7 @@ type ManualError struct {
 	Steps   string
 }
 
+// Error says that the dataset is fetched by hand, and how.
 func (e *ManualError) Error() string {
 	return fmt.Sprintf("%s must be fetched by hand:\n%s", e.Dataset, e.Steps)
 }

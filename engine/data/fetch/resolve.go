@@ -87,6 +87,7 @@ type MissingError struct {
 	Message string
 }
 
+// Error says where the dataset was looked for and how to fetch it.
 func (e *MissingError) Error() string { return e.Message }
 
 // IsMissing reports whether err is (or wraps) a MissingError.
