@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,7 +48,7 @@ func benchCmd(args []string, out io.Writer) error {
 		fmt.Fprintln(out, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	names, err := parseInterleaved(fs, args)
+	names, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -160,23 +159,4 @@ func listWorkloads(out io.Writer) {
 	}
 	fmt.Fprintf(tw, "  %s\t%s\n", "all", "every workload, in this order")
 	tw.Flush()
-}
-
-// parseInterleaved parses flags that may follow positional arguments (the flag package
-// stops at the first non-flag) and returns the positional arguments.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 
 	"pfl/configs"
 	"pfl/cuda"
+	"pfl/engine/data/fetch"
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
 )
@@ -68,7 +70,18 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	// unset holds the optional keys a later source unset (null): viper cannot unset a key
 	// the file sets, so they are cleared after decoding
 	unset := map[string]bool{}
+	// setBy records which source set a key last (fromFile, fromEnv, fromSet): a later
+	// source's seed or seeds replaces the other key an earlier one set, and a suite given
+	// by a later source keeps the file's settings of the members it names.
+	source := fromFile
+	setBy := map[string]int{}
+	given := map[string]string{} // the variable or --set that gave a key, for messages
+	var fileSuite []string
 	put := func(key string, val any) {
+		setBy[key] = source
+		if source == fromEnv {
+			given[key] = "environment variable " + envName(key)
+		}
 		if val == nil {
 			unset[key] = true
 			return
@@ -86,10 +99,17 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 			return experiment.Config{}, fmt.Errorf("config (%s): %s: %s", where, key, problem)
 		}
 		put(key, val)
+		if l, ok := val.([]any); ok && key == "suite" {
+			for _, e := range l {
+				fileSuite = append(fileSuite, fmt.Sprint(e))
+			}
+		}
 	}
+	source = fromEnv
 	if err := applyEnv(put, os.Environ(), fields); err != nil {
 		return experiment.Config{}, err
 	}
+	source = fromSet
 	for _, s := range sets {
 		key, val, ok := strings.Cut(s, "=")
 		if !ok || key == "" {
@@ -108,13 +128,24 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		if problem == noValue {
 			return experiment.Config{}, fmt.Errorf("--set %s: no value; write %s=<value>", s, key)
 		}
+		if val == "null" && t.Kind() != reflect.Pointer {
+			hint := ""
+			if key == "seed" {
+				hint = "; to run several seeds instead, --set seeds=[1,2] replaces the file's seed"
+			}
+			return experiment.Config{}, fmt.Errorf("--set %s: %s cannot be unset; null unsets only the optional keys (the model's sizes and plug-ins, algorithm.hyper.lr, novel.lr)%s", s, key, hint)
+		}
 		if problem != "" {
 			return experiment.Config{}, fmt.Errorf("--set %s: %s", key, problem)
 		}
 		put(key, x)
+		given[key] = "--set " + s
 	}
-	if v.IsSet("seed") && v.IsSet("seeds") {
-		return experiment.Config{}, fmt.Errorf("config (%s): seed and seeds are both set; keep seed for one run or seeds for one run per seed", where)
+	seedBy, seed := setBy["seed"]
+	seedsBy, seeds := setBy["seeds"]
+	if seed && seeds && seedBy == seedsBy {
+		return experiment.Config{}, fmt.Errorf("%s: seed and seeds are both set; keep seed for one run or seeds for one run per seed (a later source's seed or seeds replaces the other: --set seeds=[1,2] over a file's seed)",
+			sourceName(seedBy, where))
 	}
 	// the sweep block is read apart: its keys are dotted config keys, which viper would
 	// split into sections, and its order (the first key is the plots' x axis) matters
@@ -132,12 +163,103 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	for key := range unset {
 		clearKey(&cfg, key)
 	}
+	switch {
+	case seed && seeds && seedsBy > seedBy:
+		cfg.Seed = experiment.DefaultConfig().Seed // seeds given later replace the seed
+	case seed && seeds && seedBy > seedsBy:
+		cfg.Seeds = nil
+	}
+	if setBy["suite"] != fromFile {
+		cfg.Suite = keepMemberSettings(cfg.Suite, fileSuite)
+	}
 	if in.Sweep != nil {
 		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
 			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
 		}
 	}
+	if err := overridden(cfg, given); err != nil {
+		return experiment.Config{}, err
+	}
 	return cfg, nil
+}
+
+// The sources of config values, in the order they apply.
+const (
+	fromFile = iota // the config file (or the embedded demo)
+	fromEnv         // PFL_* environment variables
+	fromSet         // --set
+)
+
+// sourceName names a source for messages; where names the file.
+func sourceName(source int, where string) string {
+	switch source {
+	case fromEnv:
+		return "the environment"
+	case fromSet:
+		return "--set"
+	}
+	return "config (" + where + ")"
+}
+
+// keepMemberSettings returns suite with every entry that is a bare name ("transfed") and
+// that the file's suite lists as a labelled member ("transfed: algorithm.name=transfed;
+// model.preset=focalnet-cifar; ...") replaced by the file's entry: a member named on the
+// command line keeps the settings the file gave it, as it does in the file.
+func keepMemberSettings(suite, fileSuite []string) []string {
+	out := slices.Clone(suite)
+	for i, e := range out {
+		if strings.Contains(e, ":") {
+			continue
+		}
+		for _, f := range fileSuite {
+			if label, _, ok := strings.Cut(f, ":"); ok && strings.TrimSpace(label) == strings.TrimSpace(e) {
+				out[i] = f
+				break
+			}
+		}
+	}
+	return out
+}
+
+// overridden refuses a value that the environment or --set gave (given: the key and who
+// gave it) for a key that every suite member sets, or that the sweep sets: no run would
+// use it, and it would never be checked (pfl train --set algorithm.name=__none__ on the
+// demo would run the demo's five algorithms).
+func overridden(cfg experiment.Config, given map[string]string) error {
+	keys := slices.Sorted(maps.Keys(given))
+	for _, key := range keys {
+		for _, a := range cfg.Sweep {
+			if a.Key == key {
+				return fmt.Errorf("%s: the sweep sets %s (to %s in turn), so this value would be ignored; change the sweep's values instead", given[key], key, strings.Join(a.Values, ", "))
+			}
+		}
+		if len(cfg.Suite) == 0 {
+			continue
+		}
+		every := true
+		for _, e := range cfg.Suite {
+			mk, err := experiment.MemberKeys(e)
+			if err != nil {
+				return nil // a malformed member: the suite's check names it
+			}
+			every = every && slices.Contains(mk, key)
+		}
+		if every {
+			return fmt.Errorf("%s: every member of the suite sets %s (suite: %s), so this value would be ignored; pick the members with --set 'suite=[...]' (a bare name sets algorithm.name), or run without a suite: --set 'suite=[]'",
+				given[key], key, strings.Join(memberLabels(cfg.Suite), ", "))
+		}
+	}
+	return nil
+}
+
+// memberLabels are the suite entries' labels (the part before ":").
+func memberLabels(suite []string) []string {
+	out := make([]string, len(suite))
+	for i, e := range suite {
+		label, _, _ := strings.Cut(e, ":")
+		out[i] = strings.TrimSpace(label)
+	}
+	return out
 }
 
 // sweepAxes reads a sweep block: a mapping from dotted keys to lists of values (viper
@@ -458,7 +580,7 @@ func envName(key string) string {
 // name a config key, so that a misspelt one (PFL_TRAINN_ROUNDS) is not silently ignored.
 // Keep the list whole: a variable missing here makes every run under it fail.
 var ownVariables = []string{
-	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout,
+	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv,
 	"PFL_LEAK_LOG", "PFL_BACKTRACE", // debugging switches of cuda/ and the native library
 	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
 	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/

@@ -7,6 +7,7 @@
 //	pfl smoke [flags]     train a small MLP end to end (the check that everything works)
 //	pfl models            list the models with parameters by role and FLOPs per sample
 //	pfl algorithms        list the federated algorithms with their papers
+//	pfl data get <name>   fetch a dataset into the data folder ($PFL_DATA), checked; pfl data list
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // command is one subcommand: it parses its own flags from args and writes to out.
@@ -43,6 +45,7 @@ var commands = []command{
 	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
 	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
 	{"report", "write a self-contained HTML report of a run or suite (report.html)", reportCmd},
+	{"data", "list the datasets pfl reads; fetch them, checked, into the data folder (pfl data get cifar10)", dataCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"launch", "start N local processes of a pfl command that train together (torchrun's variables)", launchCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
@@ -57,7 +60,7 @@ func usage(out io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(out, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(out, "\nRun 'pfl <command> -h' for a command's flags.")
+	fmt.Fprintln(out, "\nRun 'pfl <command> -h' for a command's arguments and flags; flags may come before or after the arguments, and -- ends them.")
 }
 
 func main() {
@@ -96,38 +99,107 @@ func run(args []string, out, errOut io.Writer) int {
 func newFlags(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("pfl "+name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = nil // parse and parseArgs set one naming the positional arguments, unless the command does
 	return fs
 }
 
 // parse parses args for a command that takes no positional arguments, turning a flag
 // error into errUsage (the flag package printed it); -h is flag.ErrHelp (exit 0).
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	usageLine(fs, strings.TrimPrefix(fs.Name(), "pfl ")+" [flags]")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+	if len(pos) > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", pos)
 		return errUsage
 	}
 	return nil
 }
 
 // parseArgs parses args for a command that takes between lo and hi positional arguments
-// (hi < 0: no limit), printing use on a wrong count; -h is flag.ErrHelp (exit 0), as for
-// every command.
-func parseArgs(fs *flag.FlagSet, args []string, lo, hi int, use string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+// (hi < 0: no limit) and returns them, printing use on a wrong count; flags may come
+// before, between or after them (parseFlags). -h prints use and the flags and is
+// flag.ErrHelp (exit 0), as for every command.
+func parseArgs(fs *flag.FlagSet, args []string, lo, hi int, use string) ([]string, error) {
+	usageLine(fs, strings.TrimPrefix(use, "pfl "))
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() < lo || (hi >= 0 && fs.NArg() > hi) {
+	if len(pos) < lo || (hi >= 0 && len(pos) > hi) {
 		fmt.Fprintln(fs.Output(), "usage:", use)
-		return errUsage
+		return nil, errUsage
 	}
-	return nil
+	return pos, nil
+}
+
+// usageLine makes -h print "Usage: pfl <use>" and the flags, unless the command wrote
+// its own usage: the flag package's default names only the flags, not the positional
+// arguments a command takes.
+func usageLine(fs *flag.FlagSet, use string) {
+	if fs.Usage != nil {
+		return
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: pfl %s\n", use)
+		if hasFlags(fs) {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+}
+
+// hasFlags reports whether fs defines any flag.
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseFlags parses args with flags anywhere among the positional arguments, as argparse
+// and cobra users expect (pfl maps <dir> -images 2), and returns the positional arguments
+// in order; "--" ends the flags, so a positional argument may begin with "-". The flag
+// package alone stops at the first positional argument. A flag error is errUsage (the
+// flag package printed it), -h flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" && !isValue(fs, args[:used-1]) {
+			return append(pos, rest...), nil // the flag package consumed "--": the rest is positional
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// isValue reports whether the argument after parsed (the ones the flag package consumed
+// before it) is the value of a flag rather than a flag itself: parsed ends in a flag
+// that takes a value and was given none with "=" (-out --).
+func isValue(fs *flag.FlagSet, parsed []string) bool {
+	if len(parsed) == 0 {
+		return false
+	}
+	last := parsed[len(parsed)-1]
+	name, ok := strings.CutPrefix(last, "-")
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimPrefix(name, "-"))
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
 }

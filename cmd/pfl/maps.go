@@ -20,7 +20,8 @@ func mapsCmd(args []string, out io.Writer) error {
 	fusion := fs.String("fusion", "max", "rollout's head fusion: max (FedTP's maps) or mean")
 	discard := fs.Float64("discard", 0.3, "fraction of each block's fused attention, the smallest, discarded before rollout")
 	side := fs.Int("side", 96, "magnify each image to at least this many pixels")
-	if err := parseArgs(fs, args, 1, 1, "pfl maps [-images N] [-clients 0,1,...] [-fusion max|mean] [-discard f] [-side px] <run or suite dir>"); err != nil {
+	pos, err := parseArgs(fs, args, 1, 1, "pfl maps [-images N] [-clients 0,1,...] [-fusion max|mean] [-discard f] [-side px] <run, suite or grid dir>")
+	if err != nil {
 		return err
 	}
 	o := experiment.MapOptions{Images: *images, Fusion: analysis.Fusion(*fusion), Discard: discard, Side: *side}
@@ -36,17 +37,31 @@ func mapsCmd(args []string, out io.Writer) error {
 			o.Clients = append(o.Clients, c)
 		}
 	}
-	info, err := experiment.Maps(fs.Arg(0), o)
-	if err != nil {
-		return err
-	}
-	for _, m := range info.Members {
-		if m.Skipped != "" {
-			fmt.Fprintf(out, "%s: no maps (%s)\n", m.Name, m.Skipped)
+	dirs := []string{pos[0]} // a run or suite: one sheet per client, a row per member
+	if experiment.IsGrid(pos[0]) {
+		// a grid: each of its runs, as a run of its own
+		runs, err := experiment.Runs(pos[0])
+		if err != nil {
+			return err
+		}
+		dirs = nil
+		for _, r := range runs {
+			dirs = append(dirs, r.Dir)
 		}
 	}
-	for _, s := range info.Sheets {
-		fmt.Fprintf(out, "wrote %s\n", filepath.Join(fs.Arg(0), "maps", s))
+	for _, dir := range dirs {
+		info, err := experiment.Maps(dir, o)
+		if err != nil {
+			return err
+		}
+		for _, m := range info.Members {
+			if m.Skipped != "" {
+				fmt.Fprintf(out, "%s: no maps (%s)\n", m.Name, m.Skipped)
+			}
+		}
+		for _, s := range info.Sheets {
+			fmt.Fprintf(out, "wrote %s\n", filepath.Join(dir, "maps", s))
+		}
 	}
 	return nil
 }

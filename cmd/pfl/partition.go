@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 
 	"pfl/engine/data"
+	"pfl/engine/data/fetch"
 )
 
 // checkPartitionFlags refuses values no partition can use, naming the flag.
@@ -52,7 +54,11 @@ func partitionCmd(args []string, out io.Writer) error {
 	if err := checkPartitionFlags(cfg); err != nil {
 		return err
 	}
-	sp, err := data.Open(*spec)
+	resolved, err := fetch.Resolve(context.Background(), *spec, false, fetch.Options{Progress: out})
+	if err != nil {
+		return err
+	}
+	sp, err := data.Open(resolved)
 	if err != nil {
 		return err
 	}

@@ -3,18 +3,35 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"pfl/engine/experiment"
 )
 
-// plotCmd draws the accuracy curves of several runs on one figure.
+// plotCmd draws the accuracy curves of several runs on one figure; a suite or grid
+// directory stands for each of its runs.
 func plotCmd(args []string, out io.Writer) error {
 	fs := newFlags("plot", out)
 	path := fs.String("out", "accuracy.png", "output file (.png or .svg)")
-	if err := parseArgs(fs, args, 1, -1, "pfl plot [-out file.png] <run dir>..."); err != nil {
+	dirs, err := parseArgs(fs, args, 1, -1, "pfl plot [-out file.png] <run, suite or grid dir>...")
+	if err != nil {
 		return err
 	}
-	if err := experiment.Compare(*path, fs.Args()); err != nil {
+	var runs, labels []string
+	for _, d := range dirs {
+		rs, err := experiment.Runs(d)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			label := r.Label
+			if len(rs) > 1 && len(dirs) > 1 { // two suites have members of the same name
+				label = filepath.Base(d) + "/" + r.Label
+			}
+			runs, labels = append(runs, r.Dir), append(labels, label)
+		}
+	}
+	if err := experiment.CompareLabelled(*path, runs, labels); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "wrote %s\n", *path)

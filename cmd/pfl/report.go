@@ -17,10 +17,11 @@ import (
 func reportCmd(args []string, out io.Writer) error {
 	fs := newFlags("report", out)
 	maps := fs.Bool("maps", true, "draw maps first where the runs have none")
-	if err := parseArgs(fs, args, 1, 1, "pfl report [-maps=false] <run, suite or grid dir>"); err != nil {
+	pos, err := parseArgs(fs, args, 1, 1, "pfl report [-maps=false] <run, suite or grid dir>")
+	if err != nil {
 		return err
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
 	if *maps {
 		drawMissingMaps(dir, out)
 	}

@@ -44,6 +44,9 @@ func trainCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDevice(cfg.Device); err != nil {
+		return err
+	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
 	ctx, leave, err := joinGroup(ctx, cfg, out)
 	if err != nil {
@@ -109,6 +112,11 @@ func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (conte
 // resumeRun continues a run or a suite; --set may change the keys a resumed run may change
 // (the run refuses any other difference, naming it).
 func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) error {
+	if cfg, err := experiment.LoadRunConfig(dir); err == nil { // else the resume names what is wrong
+		if err := checkDevice(cfg.Device); err != nil {
+			return err
+		}
+	}
 	if experiment.IsGrid(dir) {
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a grid (seeds or sweep): edit %s instead", filepath.Join(dir, "config.json"))

@@ -9,28 +9,29 @@ import (
 	"pfl/engine/experiment"
 )
 
-// tsneCmd draws the t-SNE of the client embeddings of a run, or of every suite member that
-// has them.
+// tsneCmd draws the t-SNE of the client embeddings of a run, or of every run of a suite or
+// grid that has them.
 func tsneCmd(args []string, out io.Writer) error {
 	fs := newFlags("tsne", out)
-	if err := parseArgs(fs, args, 1, 1, "pfl tsne <run or suite dir>"); err != nil {
+	pos, err := parseArgs(fs, args, 1, 1, "pfl tsne <run, suite or grid dir>")
+	if err != nil {
 		return err
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
+	runs, err := experiment.Runs(dir)
+	if err != nil {
+		return err
+	}
 	dirs := []string{dir}
-	if experiment.IsSuite(dir) {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
+	if len(runs) > 1 || runs[0].Dir != dir {
 		dirs = nil
-		for _, e := range entries {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "embeddings.csv")); e.IsDir() && err == nil {
-				dirs = append(dirs, filepath.Join(dir, e.Name()))
+		for _, r := range runs {
+			if _, err := os.Stat(filepath.Join(r.Dir, "embeddings.csv")); err == nil {
+				dirs = append(dirs, r.Dir)
 			}
 		}
 		if len(dirs) == 0 {
-			return fmt.Errorf("no member of %s has client embeddings (FedTP and TransFed runs write embeddings.csv)", dir)
+			return fmt.Errorf("no run of %s has client embeddings (FedTP and TransFed runs write embeddings.csv)", dir)
 		}
 	}
 	for _, d := range dirs {

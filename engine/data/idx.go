@@ -196,7 +196,7 @@ func FashionMNIST(dir string) (*Split, error) {
 		dir = FashionMNISTDir
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("data: Fashion-MNIST folder %s is missing: install it with `apt-get install dataset-fashion-mnist` (Debian) or point at a folder holding the four IDX files", dir)
+		return nil, fmt.Errorf("data: Fashion-MNIST folder %s is missing: install it with `apt-get install dataset-fashion-mnist` (Debian), fetch it with `pfl data get fashion-mnist`, or point at a folder holding the four IDX files", dir)
 	}
 	s, err := LoadMNISTDir("fashion-mnist", dir, len(fashionMNISTClasses))
 	if err != nil {

@@ -120,6 +120,11 @@ type DataConfig struct {
 	// window of SeqLen+1 characters is a sequence; FedTP's script uses 10); default 80,
 	// LEAF's (whose JSON fixes it).
 	SeqLen int `mapstructure:"seq_len" json:"seq_len"`
+	// Download fetches the dataset into pfl's data folder (fetch.Root, $PFL_DATA) from its
+	// official address, checked against its published checksum, when it is neither where
+	// data.dataset says nor fetched already (as pfl data get does); default false: a missing
+	// dataset is an error naming pfl data get. config.json leaves it out unless true.
+	Download bool `mapstructure:"download" json:"download,omitempty"`
 }
 
 // ModelConfig selects the model. The size keys reshape the presets that take them (the

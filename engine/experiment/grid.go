@@ -69,11 +69,18 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 	if err != nil {
 		return nil, err
 	}
+	var leaves []Config
+	for _, l := range g.leaves {
+		leaves = append(leaves, l.cfg)
+	}
+	if err := dataThere(ctx, leaves); err != nil {
+		return nil, err
+	}
 	unlock, err := lockDir(g.dir)
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(g.dir) && !opts.Overwrite {
+	if existingRun(g.dir) && !opts.Overwrite && !replaceFailedStart(g.dir, opts.Observer) {
 		unlock()
 		return nil, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", g.dir, g.dir)
 	}

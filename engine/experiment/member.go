@@ -43,6 +43,20 @@ func parseMember(entry string) (member, error) {
 	return m, nil
 }
 
+// MemberKeys lists the config keys a suite entry sets: algorithm.name for a bare algorithm
+// name, the keys it lists for a labelled member.
+func MemberKeys(entry string) ([]string, error) {
+	m, err := parseMember(entry)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(m.sets))
+	for i, kv := range m.sets {
+		keys[i] = kv[0]
+	}
+	return keys, nil
+}
+
 // parseValue reads a member's value: JSON, a bracketed list, or a plain word.
 func parseValue(v string) any {
 	var out any

@@ -90,20 +90,31 @@ func finite(pts plotter.XYs) plotter.XYs {
 }
 
 // Compare draws the test accuracy of several runs (their metrics.jsonl) on one figure,
-// written to path (its extension, .png or .svg, chooses the format).
+// written to path (its extension, .png or .svg, chooses the format), each curve named by
+// its directory's base name.
 func Compare(path string, dirs []string) error {
+	labels := make([]string, len(dirs))
+	for i, dir := range dirs {
+		labels[i] = filepath.Base(dir)
+	}
+	return CompareLabelled(path, dirs, labels)
+}
+
+// CompareLabelled is Compare with each curve named by labels (the runs of a grid share
+// base names: seed-1).
+func CompareLabelled(path string, dirs, labels []string) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("plot: no run directories")
 	}
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy", "round", "accuracy"
 	var args []any
-	for _, dir := range dirs {
+	for i, dir := range dirs {
 		pts, err := accuracyCurve(dir)
 		if err != nil {
 			return err
 		}
-		args = append(args, filepath.Base(dir), finite(pts))
+		args = append(args, labels[i], finite(pts))
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err

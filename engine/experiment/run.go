@@ -13,6 +13,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/data/fetch"
 	"pfl/engine/dist"
 	"pfl/engine/fl"
 	"pfl/engine/internal/jsonfloat"
@@ -114,6 +115,9 @@ func RunWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	if len(cfg.Suite) > 0 {
 		return nil, fmt.Errorf("suite: a config with a suite runs with RunSuite")
 	}
+	if err := dataThere(ctx, []Config{cfg}); err != nil {
+		return nil, err
+	}
 	return run(ctx, cfg, false, opts)
 }
 
@@ -187,6 +191,13 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	if g := dist.FromContext(ctx); g != nil && dev.IsCUDA() {
 		dev = g.Device() // each rank its own GPU
 	}
+	// the dataset where data.dataset says, else in pfl's data folder (fetched there first
+	// with data.download); config.json keeps the spec as written
+	spec, err := fetch.Resolve(ctx, cfg.Data.Dataset, cfg.Data.Download, fetch.Options{Progress: os.Stderr})
+	if err != nil {
+		return nil, fmt.Errorf("data.dataset: %w", err)
+	}
+	cfg.Data.Dataset = spec
 	if data.IsText(cfg.Data.Dataset) {
 		return prepareText(ctx, cfg, dev)
 	}
@@ -304,6 +315,13 @@ func Evaluate(dir string) (fl.EvalResult, int, error) {
 	if err := cfg.Validate(); err != nil {
 		return fl.EvalResult{}, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
+	if len(cfg.Suite) > 0 {
+		return fl.EvalResult{}, 0, fmt.Errorf("%s is a suite; evaluate its members (Runs lists them)", dir)
+	}
+	// before the data is loaded: a run stopped before its first checkpoint has nothing to evaluate
+	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+		return fl.EvalResult{}, 0, fmt.Errorf("%s has no checkpoint yet: no round was saved", dir)
+	}
 	se, err := prepare(context.Background(), cfg)
 	if err != nil {
 		return fl.EvalResult{}, 0, err
@@ -325,7 +343,7 @@ func openRunDir(dir string, resume bool, opts Options) error {
 		}
 		return nil
 	}
-	if existingRun(dir) && !opts.Overwrite {
+	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
 		return fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
 	return nil

@@ -39,6 +39,9 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 		return nil, err
 	}
 	dir := filepath.Join(cfg.Out, cfg.Name)
+	if err := dataThere(ctx, members); err != nil {
+		return nil, err
+	}
 	if !dist.Writes(dist.FromContext(ctx)) {
 		// another rank of a suite across processes: the same members in the same order, in
 		// step with rank 0, which checks, locks and writes the suite's directory
@@ -48,7 +51,7 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(dir) && !opts.Overwrite {
+	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
 		unlock()
 		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/data/fetch"
 	"pfl/engine/fl"
 	"pfl/engine/model"
 )
@@ -176,6 +177,15 @@ func (c Config) validateData(k *checker) {
 	}
 	k.oneOf("data.normalize", d.Normalize, "auto", "dataset", "half", "cifar10", "cifar100")
 	k.atLeast("data.seq_len", int64(d.SeqLen), 1)
+	if d.Download {
+		kind, _, _ := strings.Cut(d.Dataset, ":")
+		switch ds, ok := fetch.Lookup(kind); {
+		case !ok:
+			k.fail("data.download", "pfl fetches %s, not %s", fetch.Names(), kind)
+		case ds.Manual != "":
+			k.fail("data.download", "%s is fetched by hand, not by pfl: pfl data get %s prints the steps", ds.Title, ds.Name)
+		}
+	}
 }
 
 // maxModelSize bounds each model size key: even declaring a model of more blocks or a
