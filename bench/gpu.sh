@@ -292,7 +292,10 @@ unpack() {
   else # python3's tarfile reads xz without the xz tool
     "${PFL_PYTHON:-python3}" -c 'import sys, tarfile
 with tarfile.open(sys.argv[1]) as t:
-    t.extractall(sys.argv[2], filter="data")' "$bundle" bin/gpu.new
+    try:
+        t.extractall(sys.argv[2], filter="data")
+    except TypeError:  # a Python without extraction filters (before 3.12)
+        t.extractall(sys.argv[2])' "$bundle" bin/gpu.new
   fi
   rm -rf bin/gpu && mv bin/gpu.new/gpu bin/gpu && rmdir bin/gpu.new
   echo "$sum" >bin/gpu/BUNDLE
