@@ -233,6 +233,7 @@ goflags=(-trimpath "-ldflags=-s -w")
 # source_stamp hashes every input of the Go builds (sources, the embedded configs, the cgo
 # header, the Go version and flags), so that prepare rebuilds only when one changed.
 source_stamp() {
+  local f
   {
     go version
     echo "${goflags[*]}"
@@ -262,7 +263,7 @@ prepare() {
     go test -c "${goflags[@]}" -o bin/gpu/bench.test ./bench
     go build "${goflags[@]}" -o bin/gpu/pfl ./cmd/pfl
     printf '%s\n%s\n%s\n' "$stamp" "$(go version)" "$(git describe --always --dirty 2>/dev/null || echo '?')" >bin/gpu/STAMP
-    echo "gpu.sh: built bin/gpu/{${binaries// /,}}; packing them (xz -9, about a minute)"
+    echo "gpu.sh: built bin/gpu/{${binaries// /,}}; packing them (xz -9, a minute or more)"
     # one xz block (-T1) with a 64 MiB window (-9): the six binaries compress together to
     # about a sixth of their size, since most of their code is the same packages
     tar -cf - -C bin --owner=0 --group=0 --numeric-owner --sort=name gpu | xz -9 -T1 >"$bundle.tmp"
@@ -452,7 +453,11 @@ about() {
     dist) echo "pfl launch across the machine's GPUs (skipped with one)" ;;
     *)
       IFS=: read -r w p m <<<"$1"
-      echo "pfl bench $w, $p${m:+, $m}"
+      case "$m" in
+        eager) m=", eager (no CUDA graphs)" ;;
+        k*) m=", K = ${m#k} clients per round" ;;
+      esac
+      echo "pfl bench $w, $p$m"
       ;;
   esac
 }
@@ -501,7 +506,7 @@ cuda_gate() {
 # step's status and seconds go to summary.txt and the logs are packed after every step; at
 # the end it prints the summary, the benchmark rows and the steps a second call takes.
 steps_run() {
-  local bounded=$1 budget=${PFL_GPU_BUDGET:-560} s name b t rc t0 st gate="" block="" row
+  local bounded=$1 budget=${PFL_GPU_BUDGET:-560} s name b t rc t0 st gate="" block="" shown
   local -a later=() ran=()
   shift
   : >"$out/summary.txt"
@@ -511,8 +516,10 @@ steps_run() {
     name=${s%%=*}
     b=$(bound_of "$name")
     [[ "$s" == *=* ]] && b=${s#*=}
+    shown=$b
+    [ "$bounded" = 1 ] || shown=none
     if [ -z "$block" ] && [ "$bounded" = 1 ] && [ $((budget - SECONDS)) -lt 30 ]; then
-      record "$name" "not run (budget)" - "$b"
+      record "$name" "not run (budget)" - "$shown"
       later+=("$s")
       status=1
       continue
@@ -521,7 +528,7 @@ steps_run() {
       if cuda_gate; then gate=ok; else gate=failed block="not run (no CUDA device)"; fi
     fi
     if [ -n "$block" ]; then
-      record "$name" "$block" - "$b"
+      record "$name" "$block" - "$shown"
       later+=("$s")
       status=1
       continue
@@ -548,7 +555,7 @@ steps_run() {
         ;;
       *) st="failed (exit $rc)" ;;
     esac
-    record "$name" "$st" $((SECONDS - t0)) "$b"
+    record "$name" "$st" $((SECONDS - t0)) "$shown"
     [ "$name" = build ] && [ "$rc" -ne 0 ] && block="not run (build failed)"
     [ "$rc" -eq 0 ] || status=1
     pack >/dev/null
