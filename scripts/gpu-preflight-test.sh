@@ -7,23 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/bin"
-fake() { # name, body (a sh script; the FAKE_* variables choose what it prints)
-  printf '#!/bin/sh\n%s\n' "$2" >"$tmp/bin/$1"
-  chmod +x "$tmp/bin/$1"
-}
-fake nvcc 'echo "nvcc: NVIDIA (R) Cuda compiler driver"
-echo "Cuda compilation tools, release $FAKE_NVCC, V$FAKE_NVCC.99"'
-fake python3 'cat <<EOF
-version 2.6.0+fake
-cuda $FAKE_TORCH_CUDA
-prefix /fake/torch/share/cmake
-include /fake/torch/include
-lib /fake/torch/lib
-EOF'
-fake cmake 'echo "cmake version $FAKE_CMAKE"'
-fake c++ 'echo "c++ (fake) 12.2.0"'
-fake ldd 'echo "ldd (fake GLIBC) $FAKE_GLIBC"'
+# the fake nvcc, python3, cmake, c++ and ldd (FAKE_* choose their versions)
+source scripts/gpu-fakes.sh
+gpu_fakes "$tmp/bin"
 
 fails=0
 # check NAME WANT_RC PATTERN VAR=VALUE...: runs the preflight with the fakes and the

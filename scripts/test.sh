@@ -3,7 +3,8 @@
 # and run each benchmark a few times so that benchmarks cannot rot (their numbers come from
 # `go test -bench` runs and bench/gpu.sh, recorded in bench/RESULTS.md). build.sh installs
 # Fashion-MNIST, so here a test that needs it fails rather than skips when it is missing.
-# bench/gpu.sh's preflight and the Dockerfile's CUDA pins are tested with fake tools.
+# bench/gpu.sh's preflight and the Dockerfile's CUDA pins are tested with fake tools, and
+# the GPU call is rehearsed with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -22,6 +23,9 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 bash scripts/gpu-preflight-test.sh
+# the GPU call rehearsed on the CPU: the Go binaries' archive (rebuilt only when a Go input
+# changed), then day1 from a copy of what travels, without Go (docs/gpu.md)
+bash bench/gpu.sh rehearse
 export PFL_REQUIRE_TEST_DATA=1
 # the tests run as on a user's machine, where no thread count is set
 unset OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_NUM_THREADS
