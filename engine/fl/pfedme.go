@@ -36,9 +36,12 @@ type PFedMeConfig struct {
 //   - The server weights the clients by their sample counts, as FedTP's code; the paper
 //     averages the sampled clients uniformly. FedTP's code leaves β out (β = 1, its
 //     default).
-//   - The outer update is the run's local optimizer at the run's learning rate with
-//     gradient λ (w − θ) (plain SGD, the paper's and FedTP's, by default; momentum and
-//     weight decay from train.* otherwise); the inner steps are plain.
+//   - The outer update is a plain step at the run's learning rate, whatever train.momentum
+//     and train.weight_decay say (Optimizer): FedTP's code moves w by hand,
+//     w ← w − λ·lr·(w − θ) (methods/method.py train_net_pfedMe), as the authors' code
+//     (FLAlgorithms/users/userpFedMe.py) and the paper's Alg. 1 line 8 do, while the run's
+//     SGD settings belong to the other algorithms of a suite (FedTP's configs set momentum
+//     0.9). The inner steps are plain too (pFedMeOptimizer with --pfedMe_mu 0).
 //   - The reported training loss is f(θ; D) at the last inner step of each batch, as
 //     FedTP's code logs it.
 //   - With BatchNorm, θ's running statistics follow its K forward passes per batch; w is
@@ -78,6 +81,11 @@ func (p *PFedMe) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	}
 	return maskedMean(s, theta.Forward(s, b.X, pass), b.Y, b.Mask)
 }
+
+// Optimizer is a plain SGD at the run's learning rate, without the run's momentum and
+// weight decay (LocalOptimizer): Step moves w with it, w ← w − lr·λ(w − θ), the official
+// codes' update by hand (see the type's comment).
+func (*PFedMe) Optimizer(_ int, run SGDConfig) Optimizer { return NewSGD(SGDConfig{LR: run.LR}) }
 
 // Batches is one (Stepper).
 func (*PFedMe) Batches() int { return 1 }

@@ -1,6 +1,7 @@
 package fl
 
 import (
+	"fmt"
 	"math/big"
 	"testing"
 
@@ -32,28 +33,9 @@ func TestPFedMeStepByHand(t *testing.T) {
 
 	s := cuda.NewScope()
 	defer s.Close()
-	g, err := cuda.NewGenerator(1, cuda.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	build := func(kk int, gen *cuda.Generator) (model.Model, error) {
-		return model.NewFree("v", model.RoleFC, 0, kk, cuda.CPU, cuda.Float64, gen, dim)
-	}
 	p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: lambda, InnerSteps: inner, PersonalLR: plr, Beta: 1}}
-	m := wrapped(t, p, build, k, g)
+	m, b, quadratic := pfedmeToy(t, s, p, x, y, w0, theta0, k, n, dim)
 	wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
-	s.SetGradEnabled(false)
-	s.CopyFrom(wT, cuda.FromSlice(s, cuda.CPU, w0, k, dim))
-	s.CopyFrom(thetaT, cuda.FromSlice(s, cuda.CPU, theta0, k, dim))
-	s.SetGradEnabled(true)
-	b := Batch{X: cuda.FromSlice(s, cuda.CPU, x, k, n, dim), Y: cuda.FromSlice(s, cuda.CPU, y, k, n),
-		Mask: cuda.FromSlice(s, cuda.CPU, []float32{1, 1, 1, 1, 1, 1, 1, 1}, k, n)}
-	quadratic := func(s *cuda.Scope, fm model.Model, b Batch, _ *model.Pass) *cuda.Tensor {
-		th := part(s, fm, 1).Params().List[0].T                                        // θ [k, dim]
-		r := s.Sub(s.Sum(s.Mul(b.X, s.Unsqueeze(th, 1)), false, 2), b.Y)               // [k, n]
-		return s.DivScalar(s.Sum(s.MulScalar(s.Mul(r, r), 0.5), false, 1), float64(n)) // [k]
-	}
 	opt := NewSGD(SGDConfig{LR: eta})
 	defer opt.Close()
 	p.Step(s, StepInput{Model: m, Batches: []Batch{b}, Passes: []*model.Pass{{}}, Opt: opt,
@@ -122,6 +104,77 @@ func TestPFedMeStepByHand(t *testing.T) {
 		wantG = append(wantG, exact("w_global", new(big.Rat).Add(new(big.Rat).Mul(rat(0.5), rat(g0)), new(big.Rat).Mul(rat(0.5), mean))))
 	}
 	sameWithin(t, "w_global", values(t, global), wantG, exactly)
+}
+
+// pfedmeToy is the quadratic toy of TestPFedMeStepByHand: θ and w free vectors of dim per
+// client (k clients) set to theta0 and w0, one batch of n samples x [k, n, dim] with targets
+// y [k, n], and the loss f(θ) = ½ mean_j (x_j·θ − y_j)².
+func pfedmeToy(t *testing.T, s *cuda.Scope, p *PFedMe, x, y, w0, theta0 []float64, k, n, dim int64) (model.Model, Batch, func(*cuda.Scope, model.Model, Batch, *model.Pass) *cuda.Tensor) {
+	t.Helper()
+	g, err := cuda.NewGenerator(1, cuda.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	build := func(kk int, gen *cuda.Generator) (model.Model, error) {
+		return model.NewFree("v", model.RoleFC, 0, kk, cuda.CPU, cuda.Float64, gen, dim)
+	}
+	m := wrapped(t, p, build, int(k), g)
+	wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
+	s.SetGradEnabled(false)
+	s.CopyFrom(wT, cuda.FromSlice(s, cuda.CPU, w0, k, dim))
+	s.CopyFrom(thetaT, cuda.FromSlice(s, cuda.CPU, theta0, k, dim))
+	s.SetGradEnabled(true)
+	mask := make([]float32, k*n)
+	for i := range mask {
+		mask[i] = 1
+	}
+	b := Batch{X: cuda.FromSlice(s, cuda.CPU, x, k, n, dim), Y: cuda.FromSlice(s, cuda.CPU, y, k, n),
+		Mask: cuda.FromSlice(s, cuda.CPU, mask, k, n)}
+	quadratic := func(s *cuda.Scope, fm model.Model, b Batch, _ *model.Pass) *cuda.Tensor {
+		th := part(s, fm, 1).Params().List[0].T                                        // θ [k, dim]
+		r := s.Sub(s.Sum(s.Mul(b.X, s.Unsqueeze(th, 1)), false, 2), b.Y)               // [k, n]
+		return s.DivScalar(s.Sum(s.MulScalar(s.Mul(r, r), 0.5), false, 1), float64(n)) // [k]
+	}
+	return m, b, quadratic
+}
+
+// TestPFedMeOuterStepIsPlain: the local model's step is w ← w − lr·λ(w − θ) whatever the
+// run's momentum and weight decay (FedTP's train_net_pfedMe and the authors' userpFedMe
+// move w by hand), through the optimizer the run makes for pFedMe's phase (hooks), over
+// three steps (momentum would show from the second, weight decay from the first).
+func TestPFedMeOuterStepIsPlain(t *testing.T) {
+	const k, n, dim = 2, 4, 3
+	x := []float64{1, 0, -1, 2, 1, 0, 0, -1, 1, -2, 1, 1, 0, 2, 1, 1, -1, 0, 1, 1, 1, 0, 0, -2}
+	y := []float64{1, -2, 0, 3, -1, 2, 1, 0}
+	for _, run := range []SGDConfig{
+		{LR: 0.25},
+		{LR: 0.25, Momentum: 0.9},
+		{LR: 0.25, WeightDecay: 0.5},
+		{LR: 0.25, Momentum: 0.9, WeightDecay: 1e-3},
+	} {
+		s := cuda.NewScope()
+		p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 2, InnerSteps: 3, PersonalLR: 0.125, Beta: 1}}
+		m, b, quadratic := pfedmeToy(t, s, p, x, y, []float64{-0.25, 0.5, 0, 1, 0.25, -0.5}, []float64{0.25, -0.5, 0.75, 0, 0.5, -0.25}, k, n, dim)
+		wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
+		opt := hooksOf(p).newOptimizer(0, run)()
+		for step := range 3 {
+			before := values(t, wT)
+			p.Step(s, StepInput{Model: m, Batches: []Batch{b}, Passes: []*model.Pass{{}}, Opt: opt,
+				Active: cuda.FromSlice(s, cuda.CPU, []float32{1, 1}), Loss: quadratic})
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			theta := values(t, thetaT)
+			want := make([]float64, len(before))
+			for i, w := range before {
+				want[i] = w - run.LR*p.Lambda*(w-theta[i])
+			}
+			sameWithin(t, fmt.Sprintf("run %+v, step %d: w", run, step), values(t, wT), want, func(int) float64 { return 1e-12 })
+		}
+		opt.Close()
+		s.Close()
+	}
 }
 
 // TestPFedMeStartsFromTheGlobalModel: Start makes θ a copy of the prepared w, BatchNorm
