@@ -86,6 +86,9 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PFedGP.Objective = "elbo" }, "algorithm.pfedgp.objective"},
 		{func(c *Config) { c.Algorithm.PFedGP.PredictRatio = 1 }, "algorithm.pfedgp.predict_ratio"},
 		{func(c *Config) { c.Algorithm.PFedGP.Inducing = 0 }, "algorithm.pfedgp.inducing"},
+		{func(c *Config) { c.Algorithm.PFedGP.Weights = "sizes" }, "algorithm.pfedgp.weights"},
+		{func(c *Config) { c.Algorithm.PFedGP.LossScaler = 0 }, "algorithm.pfedgp.loss_scaler"},
+		{func(c *Config) { c.Algorithm.PFedGP.Clip = -1 }, "algorithm.pfedgp.clip"},
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.PFedGP.Objective = "pfedgp-ip", "marginal" }, "algorithm.pfedgp.objective"},
 	} {
 		cfg := DefaultConfig()

@@ -251,6 +251,16 @@ type PFedGPConfig struct {
 	// and learned in the embedding space; default 100 (the official
 	// --num-inducing-points). Other algorithms do not read it.
 	Inducing int `mapstructure:"inducing" json:"inducing"`
+	// Weights is how the server weighs the round's clients in its mean: "uniform" (the
+	// official trainers: the summed parameters divided by --num-client-agg) or "samples"
+	// (m_i/M, as every other algorithm); default uniform.
+	Weights string `mapstructure:"weights" json:"weights"`
+	// LossScaler multiplies every client's loss before the step (--loss-scaler); default 1,
+	// the official default (its pFedGP-IP-data CIFAR-10 script passes 2).
+	LossScaler float64 `mapstructure:"loss_scaler" json:"loss_scaler"`
+	// Clip bounds the L2 norm of each client's gradient before every step (the official
+	// clip_grad_norm_(·, 50) in both trainers); default 50; 0: none.
+	Clip float64 `mapstructure:"clip" json:"clip"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -405,7 +415,8 @@ func DefaultConfig() Config {
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
 			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
 			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
-				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100}},
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100,
+				Weights: "uniform", LossScaler: 1, Clip: 50}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, ConvergeWithin: 0.01, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -498,7 +509,8 @@ func (c AlgorithmConfig) options() fl.Options {
 		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
 			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
 			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio,
-			Inducing: c.PFedGP.Inducing}}
+			Inducing: c.PFedGP.Inducing, Uniform: c.PFedGP.Weights == "uniform", LossScaler: c.PFedGP.LossScaler,
+			Clip: c.PFedGP.Clip}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

@@ -304,6 +304,9 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.oneOf("algorithm.pfedgp.objective", g.Objective, "predictive", "marginal")
 	k.real("algorithm.pfedgp.predict_ratio", g.PredictRatio, 0, 1, "()")
 	k.atLeast("algorithm.pfedgp.inducing", int64(g.Inducing), 1)
+	k.oneOf("algorithm.pfedgp.weights", g.Weights, "uniform", "samples")
+	k.real("algorithm.pfedgp.loss_scaler", g.LossScaler, 0, inf, "()")
+	k.real("algorithm.pfedgp.clip", g.Clip, 0, inf, "[]")
 	if a.Name == "pfedgp-ip" && g.Objective != "predictive" {
 		k.fail("algorithm.pfedgp.objective", "%q, but algorithm pfedgp-ip trains the predictive objective only", g.Objective)
 	}

@@ -11,6 +11,7 @@ type hooks struct {
 	penalty   Regularizer
 	optimizer LocalOptimizer
 	aggregate Aggregator
+	weigh     Weighter
 	fineTune  FineTuner
 	predict   Predictor
 	condition Conditioner
@@ -32,6 +33,7 @@ func hooksOf(s Strategy) hooks {
 	h.penalty, _ = s.(Regularizer)
 	h.optimizer, _ = s.(LocalOptimizer)
 	h.aggregate, _ = s.(Aggregator)
+	h.weigh, _ = s.(Weighter)
 	h.fineTune, _ = s.(FineTuner)
 	h.predict, _ = s.(Predictor)
 	h.condition, _ = s.(Conditioner)
@@ -76,4 +78,13 @@ func (h hooks) newOptimizer(phase int, c SGDConfig) func() Optimizer {
 		}
 		return NewSGD(c)
 	}
+}
+
+// weights are the server's weights of clients holding sizes training samples: m_k/M, or
+// the Weighter's.
+func (h hooks) weights(sizes []int) []float64 {
+	if h.weigh != nil {
+		return h.weigh.ClientWeights(sizes)
+	}
+	return Weights(sizes)
 }

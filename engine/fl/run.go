@@ -416,9 +416,9 @@ func (r *Run) onStream() (done func(), err error) {
 	}, nil
 }
 
-// aggregate averages the shared parameters over the round's clients (weights m_k/M) into
-// the global model, writes the personal rows back to the store, and lets a generative
-// strategy learn from the generated parameters' change.
+// aggregate averages the shared parameters over the round's clients (weights m_k/M, or
+// the strategy's: Weighter) into the global model, writes the personal rows back to the
+// store, and lets a generative strategy learn from the generated parameters' change.
 //
 // Across processes (dist.go) the stacked model holds this rank's share of ids; the
 // weights stay those of the whole round, the sums over clients are all-reduced, and the
@@ -429,7 +429,7 @@ func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) erro
 		sizes[i] = len(r.fed.Part.Train[c])
 	}
 	local, lo := r.localShare(ids)
-	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes)[lo:lo+len(local)])
+	w := cuda.FromSlice(s, r.cfg.Device, r.hooks.weights(sizes)[lo:lo+len(local)])
 	if r.hooks.gen != nil {
 		trained := make([]*cuda.Tensor, len(r.genIdx))
 		for j, i := range r.genIdx {

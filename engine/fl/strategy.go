@@ -36,8 +36,8 @@
 //     runs eagerly.
 //  3. Server update: Generative.Learn updates the generator from the generated
 //     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
-//     global model (default: the weighted mean Σ_k (m_k/M) θ_k); the personal rows go back
-//     to each client's store.
+//     global model (default: the weighted mean Σ_k (m_k/M) θ_k; Weighter: other weights);
+//     the personal rows go back to each client's store.
 //  4. Evaluation, when due, of every client in stacked chunks: prepared as in 1, fine-tuned
 //     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
 //     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
@@ -132,6 +132,16 @@ type LocalOptimizer interface {
 type Aggregator interface {
 	Strategy
 	Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error
+}
+
+// Weighter is a Strategy whose server weighs the round's clients otherwise than by their
+// sample counts m_k/M (pFedGP: its official trainers average the clients uniformly).
+// ClientWeights returns the weights of clients holding sizes training samples, in order,
+// summing to 1; they replace m_k/M everywhere the server update reads the clients'
+// weights (Aggregator, Generative.Learn).
+type Weighter interface {
+	Strategy
+	ClientWeights(sizes []int) []float64
 }
 
 // Predictor is a Strategy whose clients predict otherwise than with their model's forward
