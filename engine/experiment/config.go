@@ -357,8 +357,9 @@ type TrainConfig struct {
 	EvalBatch int `mapstructure:"eval_batch" json:"eval_batch"`
 	// EvalProtocol is when an evaluation sees each client's model: "fedtp" (every client
 	// after the server update: the new global shared part with its personal part, FedTP's
-	// official code) or "fedperfix" (the round's trained clients right after their local
-	// training, before aggregation, the others after it, FedPerfix's official code);
+	// official code) or "fedperfix" (every client before the server update: the round's
+	// trained clients with their trained models, the others with the global part the
+	// round started from, FedPerfix's official code);
 	// default fedtp. results.md names the protocol of every table.
 	EvalProtocol string `mapstructure:"eval_protocol" json:"eval_protocol"`
 	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std

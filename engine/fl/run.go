@@ -326,18 +326,15 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 
 	last := round == r.cfg.Rounds-1
 	due := last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0)
-	var pre *EvalResult
 	if due && r.cfg.Protocol == EvalFedPerfix {
 		t2 := time.Now()
-		res := newEvalResult(len(r.fed.Part.Test))
-		if err := r.evaluateTrained(&res, local); err != nil {
+		ev, err := r.evaluateBeforeAggregation(local, met.Clients)
+		if err != nil {
 			return met, err
 		}
-		if err := r.gatherEval(&res, local, met.Clients); err != nil {
-			return met, err
-		}
-		pre = &res
+		met.Eval = &ev
 		met.Time.Eval = time.Since(t2)
+		r.phaseDone()
 	}
 
 	t1 := time.Now()
@@ -347,14 +344,14 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	met.Time.Aggregate = time.Since(t1)
 	r.phaseDone()
 
-	if due {
+	if due && r.cfg.Protocol != EvalFedPerfix {
 		t2 := time.Now()
-		ev, err := r.evaluateRound(pre, met.Clients)
+		ev, err := r.Evaluate()
 		if err != nil {
 			return met, err
 		}
 		met.Eval = &ev
-		met.Time.Eval += time.Since(t2)
+		met.Time.Eval = time.Since(t2)
 		r.phaseDone()
 	}
 	r.History = append(r.History, met)
