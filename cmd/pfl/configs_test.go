@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,13 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	}
 	if cfg.Model.Prefix.Mid != 0 {
 		sets = append(sets, "model.prefix.mid=4")
+	}
+	// fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs (1) body epochs:
+	// it needs two
+	if cfg.Algorithm.Name == "fedrep" || slices.ContainsFunc(cfg.Suite, func(m string) bool {
+		return m == "fedrep" || strings.Contains(m, "algorithm.name=fedrep")
+	}) {
+		sets = append(sets, "train.epochs=2")
 	}
 	return sets
 }

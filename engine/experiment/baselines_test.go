@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/engine/fl"
 )
 
 // TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
@@ -68,6 +70,9 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		key    string
 	}{
 		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+		{func(c *Config) { c.Algorithm.FedRep.RepEpochs = 0 }, "algorithm.fedrep.rep_epochs"},
+		{func(c *Config) { c.Algorithm.Name, c.Train.Epochs, c.Algorithm.FedRep.RepEpochs = "fedrep", 3, 3 }, "algorithm.fedrep.rep_epochs"},
+		{func(c *Config) { c.Algorithm.Name = "fedrep" }, "algorithm.fedrep.rep_epochs"}, // 1 epoch: no head epoch left
 		{func(c *Config) { c.Algorithm.APFL.Alpha = 1.5 }, "algorithm.apfl.alpha"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Alpha = -0.1 }, "algorithm.perfedavg.alpha"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Beta = 0 }, "algorithm.perfedavg.beta"},
@@ -98,8 +103,17 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 			t.Errorf("error %v, want one starting with %q", err, c.key)
 		}
 	}
-	// pFedMe's personal learning rate follows train.lr unless set
+	// fedrep's rep_epochs reaches the strategy: 10 epochs, 3 of them the body's
 	cfg := DefaultConfig()
+	cfg.Algorithm.Name, cfg.Train.Epochs, cfg.Algorithm.FedRep.RepEpochs = "fedrep", 10, 3
+	if err := cfg.Resolved().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ph := cfg.Algorithm.Strategy().(fl.Phased).Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
+		t.Errorf("fedrep with rep_epochs 3 of 10 epochs: phases %+v, want 7 head epochs, then 3 body epochs", ph)
+	}
+	// pFedMe's personal learning rate follows train.lr unless set
+	cfg = DefaultConfig()
 	cfg.Train.LR = 0.03
 	if lr := cfg.Resolved().Algorithm.PFedMe.PersonalLR; lr == nil || *lr != 0.03 {
 		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)

@@ -197,11 +197,12 @@ type AlgorithmConfig struct {
 	// official local_training: every client, every round, whatever train.participation)
 	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
 	// every other algorithm). Unset: all. Other algorithms refuse it.
-	LocalClients string      `mapstructure:"local_clients" json:"local_clients"`
-	Hyper        HyperConfig `mapstructure:"hyper" json:"hyper"`
-	KNN          KNNConfig   `mapstructure:"knn" json:"knn"`
-	Ditto        DittoConfig `mapstructure:"ditto" json:"ditto"`
-	APFL         APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	LocalClients string       `mapstructure:"local_clients" json:"local_clients"`
+	Hyper        HyperConfig  `mapstructure:"hyper" json:"hyper"`
+	KNN          KNNConfig    `mapstructure:"knn" json:"knn"`
+	FedRep       FedRepConfig `mapstructure:"fedrep" json:"fedrep"`
+	Ditto        DittoConfig  `mapstructure:"ditto" json:"ditto"`
+	APFL         APFLConfig   `mapstructure:"apfl" json:"apfl"`
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
@@ -298,6 +299,16 @@ type APFLConfig struct {
 	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
 	// flag alone defaults to 1).
 	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+}
+
+// FedRepConfig is FedRep's setting.
+type FedRepConfig struct {
+	// RepEpochs is how many of each round's train.epochs train the body (the shared
+	// representation), after train.epochs − rep_epochs epochs of the head; default 1,
+	// Collins et al.'s code (lgcollins/FedRep, --local_rep_ep; models/Update.py trains
+	// local_ep − local_rep_ep head epochs, then local_rep_ep body epochs). fedrep needs
+	// 1 <= rep_epochs < train.epochs, so that both phases train.
+	RepEpochs int `mapstructure:"rep_epochs" json:"rep_epochs"`
 }
 
 // DittoConfig is Ditto's setting.
@@ -412,7 +423,7 @@ func DefaultConfig() Config {
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
 			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
+			KNN:   KNNConfig{K: 10, Weight: 0.6}, FedRep: FedRepConfig{RepEpochs: 1}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
 			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
 			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
@@ -500,6 +511,7 @@ func (c AlgorithmConfig) options() fl.Options {
 			LR: lrOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
 		LocalSampled: c.LocalClients == "sampled",
+		FedRep:       fl.FedRepConfig{RepEpochs: c.FedRep.RepEpochs},
 		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},

@@ -280,6 +280,10 @@ func (c Config) validateAlgorithm(k *checker) {
 	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
+	k.atLeast("algorithm.fedrep.rep_epochs", int64(a.FedRep.RepEpochs), 1)
+	if a.Name == "fedrep" && a.FedRep.RepEpochs >= c.Train.Epochs {
+		k.fail("algorithm.fedrep.rep_epochs", "%d, but train.epochs is %d: fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs body epochs; want rep_epochs < train.epochs", a.FedRep.RepEpochs, c.Train.Epochs)
+	}
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
 	k.real("algorithm.apfl.alpha", a.APFL.Alpha, 0, 1, "[]")
 	k.real("algorithm.perfedavg.alpha", a.PerFedAvg.Alpha, 0, inf, "[]")

@@ -223,7 +223,7 @@ func compare(t *testing.T, against, what string, x, y *cuda.Tensor) {
 func TestRoundLeavesNoHandles(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1, NoiseMax: 0.2})
 	tensors, gens := cuda.LiveTensors(), cuda.LiveGenerators()
-	r, err := New(Config{Rounds: 3, PerRound: 2, Batch: 16, Momentum: 0.9, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedRep{HeadEpochs: 1}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	r, err := New(Config{Rounds: 3, PerRound: 2, Epochs: 2, Batch: 16, Momentum: 0.9, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedRep{FedRepConfig{RepEpochs: 1}}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
 		s  Strategy
 		bn bool
 	}{{FedAvg(), false}, {FedProx{Mu: 0.01}, false}, {Local(), false}, {FedPer(), false}, {FedBN(), true},
-		{FedRep{}, false}, {FedBABU{FineTuneSteps: 1}, false}, {&FedRoD{}, false}} {
+		{FedRep{FedRepConfig{RepEpochs: 1}}, false}, {FedBABU{FineTuneSteps: 1}, false}, {&FedRoD{}, false}} {
 		res := runFashion(t, sp, pc, c.s, c.bn)
 		const z = 4
 		if floor := res.Blind + z*stdErr(res.Blind, res.n()); !(res.Micro > floor) {

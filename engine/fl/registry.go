@@ -17,6 +17,7 @@ type Options struct {
 	Generate     []model.Role    // FedTP, TransFed: the generated roles; nil: the algorithm's
 	Hyper        hyper.Config    // FedTP, TransFed, pFedHN: the hypernetwork and its optimizer (zero sizes: the algorithm's)
 	KNN          KNN             // FedTP+KNN: the neighbours' vote
+	FedRep       FedRepConfig    // FedRep's body epochs per round
 	Ditto        DittoConfig     // Ditto's λ
 	APFL         APFLConfig      // APFL's initial mixing weight α
 	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
@@ -58,7 +59,7 @@ var registry = []Algorithm{
 	}},
 	{"fedper", "the head stays with its client; the rest is averaged", "Arivazhagan et al., 2019, §3", func(Options) Strategy { return FedPer() }},
 	{"fedbn", "normalization layers and their statistics stay local", "Li et al., ICLR 2021, Alg. 1", func(Options) Strategy { return FedBN() }},
-	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(Options) Strategy { return FedRep{} }},
+	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(o Options) Strategy { return FedRep{o.FedRep} }},
 	{"fedbabu", "the head stays at its initialization; fine-tuned before evaluation", "Oh et al., ICLR 2022, §3", func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
 	{"vanilla-t", "attention Q/K/V stay local, everything else is averaged", "FedTP §III-B, Table II \"Vanilla Personalized-T\"", func(Options) Strategy { return VanillaPersonalizedT() }},
 	{"vanilla-attn", "all attention layers and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", func(Options) Strategy { return VanillaAttention() }},
