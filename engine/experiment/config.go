@@ -184,7 +184,8 @@ type AlgorithmConfig struct {
 	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
 	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
 	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
-	// [focal_f]); pfedhn generates every trainable parameter and refuses it.
+	// [focal]: what vanilla-c-t keeps local); pfedhn generates every trainable parameter and
+	// refuses it.
 	Generate []string `mapstructure:"generate" json:"generate"`
 	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
 	// local: roles from `pfl models` and block indices (every parameter of block i, as the

@@ -94,7 +94,7 @@ var registry = []Algorithm{
 	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
 	{"pfedgp", "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }},
 	{"pfedgp-ip", "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", "Achituve et al., NeurIPS 2021, pFedGP-IP-data", func(o Options) Strategy { return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: o.PFedGP}} }},
-	{"transfed", "a server hypernetwork generates each client's focal-modulation projection f (FocalNet)", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
+	{"transfed", "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
 	{"pfedhn", "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", "Shamsian et al., ICML 2021, §3, Alg. 1", func(o Options) Strategy { return pFedHN(o) }},
 	{"vanilla-c-t", "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", "TransFed §3.2, Table 2 \"Vanilla-T\"", func(Options) Strategy { return VanillaCustomizedT() }},
 }

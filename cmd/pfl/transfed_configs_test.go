@@ -1,0 +1,141 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"pfl/configs"
+	"pfl/cuda"
+	"pfl/engine/fl"
+	"pfl/engine/model"
+)
+
+// memberSets is a suite member as --set values: "label: k=v; k=v" sets its keys, a plain
+// name sets algorithm.name (engine/experiment's member grammar).
+func memberSets(entry string) (label string, sets []string) {
+	label, rest, labelled := strings.Cut(entry, ":")
+	label = strings.TrimSpace(label)
+	if !labelled {
+		return label, []string{"algorithm.name=" + label}
+	}
+	for _, kv := range strings.Split(rest, ";") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			k, v, _ := strings.Cut(kv, "=")
+			sets = append(sets, strings.TrimSpace(k)+"="+strings.TrimSpace(v))
+		}
+	}
+	return label, sets
+}
+
+// TestTransFedConfigsCompareLikeWithLike: TransFed's paper compares two ways of tailoring
+// the same layers, keeping them local (Vanilla customized-T, §3.2) or generating them with
+// the hypernetwork (§3.3; Table 2, §4.2.4; Table 3's "Focal Modulation" row). In every
+// preset of configs/, a member that runs TransFed as the paper names it (algorithm
+// transfed, algorithm.generate unset) generates exactly the parameters vanilla-c-t keeps
+// local, and every vanilla member (vanilla-c-t, or partial keeping focal-modulation roles
+// only) has a TransFed member in the same config that generates exactly what it keeps
+// local.
+func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	focalRoles := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
+	var models = map[string]model.Model{}
+	defer func() {
+		for _, m := range models {
+			m.Close()
+		}
+	}()
+	params := func(preset string, pick func(*model.Param) bool) []string {
+		m := models[preset]
+		if m == nil {
+			if m, err = model.Build(model.Spec{Preset: preset}, 1, cuda.CPU, cuda.Float32, nil); err != nil {
+				t.Fatal(err)
+			}
+			models[preset] = m
+		}
+		var out []string
+		for _, p := range m.Params().List {
+			if pick(p) {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	vanillaCT := params("focalnet-cifar", fl.VanillaCustomizedT().Personal)
+	if len(vanillaCT) == 0 {
+		t.Fatal("vanilla-c-t keeps nothing local on focalnet-cifar")
+	}
+	paperMembers, pairs := 0, 0
+	for _, e := range entries {
+		path := filepath.Join("../../configs", e.Name())
+		out := "out=" + t.TempDir()
+		base, err := loadConfig(path, []string{out})
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		members := base.Suite
+		if len(members) == 0 {
+			members = []string{base.Algorithm.Name}
+		}
+		generated, local := map[string][]string{}, map[string][]string{}
+		for _, entry := range members {
+			label, sets := memberSets(entry)
+			if len(base.Suite) == 0 {
+				sets = nil
+			}
+			cfg, err := loadConfig(path, append([]string{out}, sets...))
+			if err != nil {
+				t.Fatalf("%s, member %s: %v", e.Name(), label, err)
+			}
+			p, err := model.Lookup(cfg.Model.Preset)
+			if err != nil || !p.IsFocalNet() {
+				continue
+			}
+			a := cfg.Resolved().Algorithm
+			strat := a.Strategy()
+			switch a.Name {
+			case "transfed":
+				g := params(cfg.Model.Preset, strat.(fl.Generative).Generated)
+				generated[label] = g
+				if a.Generate == nil {
+					paperMembers++
+					if !slices.Equal(g, params(cfg.Model.Preset, fl.VanillaCustomizedT().Personal)) {
+						t.Errorf("%s, member %s: transfed generates %v, vanilla-c-t keeps %v local", e.Name(), label, g, vanillaCT)
+					}
+				}
+			case "vanilla-c-t", "partial":
+				kept := params(cfg.Model.Preset, strat.Personal)
+				focalOnly := len(kept) > 0 && !slices.ContainsFunc(kept, func(name string) bool {
+					return len(params(cfg.Model.Preset, func(q *model.Param) bool { return q.Name == name && !slices.Contains(focalRoles, q.Role) })) > 0
+				})
+				if focalOnly {
+					local[label] = kept
+				}
+			}
+		}
+		for label, kept := range local {
+			var match []string
+			for g, set := range generated {
+				if slices.Equal(set, kept) {
+					match = append(match, g)
+				}
+			}
+			if len(match) == 0 {
+				t.Errorf("%s: vanilla member %s keeps %v local, but no transfed member generates exactly that (transfed members: %v)", e.Name(), label, kept, generated)
+				continue
+			}
+			pairs++
+		}
+	}
+	// transfed-t2-rsna, -kermany, -t3-parts, -t4-novel, -f3-participation, the demo and
+	// transfed-generated-fmnist name the paper's TransFed; the t2 and t4 tables and
+	// transfed-generated-fmnist (twice) pair it with a vanilla member
+	t.Logf("%d members run the paper's TransFed, %d vanilla members paired", paperMembers, pairs)
+	if paperMembers < 7 || pairs < 5 {
+		t.Fatalf("%d members run the paper's TransFed and %d vanilla members are paired; want at least 7 and 5", paperMembers, pairs)
+	}
+}
