@@ -277,6 +277,11 @@ type PFedMeConfig struct {
 	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
 	// the official code's update leaves out, i.e. 1).
 	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Clients is who trains each round: "sampled" (the round's sampled clients, as FedTP's
+	// code runs its pFedMe baseline: FedTP's tables) or "all" (every client every round,
+	// the server mixing in train.participation of them: the pFedMe paper's Alg. 1 and its
+	// authors' code); default sampled.
+	Clients string `mapstructure:"clients" json:"clients"`
 }
 
 // PerFedAvgConfig is Per-FedAvg's setting.
@@ -426,7 +431,7 @@ func DefaultConfig() Config {
 			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
 			KNN:   KNNConfig{K: 10, Weight: 0.6}, FedRep: FedRepConfig{RepEpochs: 1}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1, Clients: "sampled"}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
 			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
 				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100,
 				Weights: "uniform", LossScaler: 1, Clip: 50}},
@@ -517,7 +522,7 @@ func (c AlgorithmConfig) options() fl.Options {
 		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
+			PersonalLR: lrOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta, AllClients: c.PFedMe.Clients == "all"},
 		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
 
 		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,

@@ -295,6 +295,7 @@ func (c Config) validateAlgorithm(k *checker) {
 		k.real("algorithm.pfedme.personal_lr", *a.PFedMe.PersonalLR, 0, inf, "(]")
 	}
 	k.real("algorithm.pfedme.beta", a.PFedMe.Beta, 0, inf, "(]")
+	k.oneOf("algorithm.pfedme.clients", a.PFedMe.Clients, "sampled", "all")
 	k.atLeast("algorithm.pfedhn.inner_steps", int64(a.PFedHN.InnerSteps), 0)
 	k.real("algorithm.pfedhn.clip", a.PFedHN.Clip, 0, inf, "[]")
 	g := a.PFedGP

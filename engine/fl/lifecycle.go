@@ -20,6 +20,7 @@ type hooks struct {
 	start     Starter
 	stepper   Stepper
 	every     bool // EveryRound: every client trains every round
+	sampled   bool // SampledServer: ... and the server update reads a sample of them
 	host      bool // HostStep: steps run eagerly, never captured
 }
 
@@ -46,6 +47,9 @@ func hooksOf(s Strategy) hooks {
 	h.stepper, _ = s.(Stepper)
 	if e, ok := s.(EveryRound); ok {
 		h.every = e.EveryClient()
+	}
+	if e, ok := s.(SampledServer); ok {
+		h.sampled = h.every && e.ServerSample()
 	}
 	if hs, ok := s.(HostStep); ok {
 		h.host = hs.HostStep()

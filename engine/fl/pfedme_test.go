@@ -3,6 +3,7 @@ package fl
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"testing"
 
 	"pfl/cuda"
@@ -209,5 +210,90 @@ func TestPFedMeStackedEqualsSequential(t *testing.T) {
 		Seed: 11, Device: cuda.CPU, DType: cuda.Float64, EvalEvery: 1}
 	checkStackedEqualsSequential(t, st, cfg, func() Strategy {
 		return &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 3, PersonalLR: 0.01, Beta: 0.8}}
+	}, build64(true))
+}
+
+// TestPFedMeSchedules: who trains and whom the server reads. With the default (FedTP's code)
+// only the round's sampled clients train and only their θ change; with AllClients (the
+// pFedMe paper's Alg. 1 and its authors' code) every client trains every round, every θ
+// changes, and the server's mean reads only the clients the same seed samples, weighted by
+// their sample counts, so its global model equals the default schedule's.
+func TestPFedMeSchedules(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
+	cfg := Config{Rounds: 2, PerRound: 2, Epochs: 1, Batch: 8, LR: 0.05, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
+	globals := map[bool][][]float64{}
+	for _, all := range []bool{false, true} {
+		p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: 0.01, Beta: 1, AllClients: all}}
+		r, err := New(cfg, p, st.fed, st.train, st.test, build64(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		before := map[int][]float64{} // parameter index -> the store's rows (θ)
+		for i, rows := range r.store {
+			if rows != nil {
+				before[i] = values(t, rows)
+			}
+		}
+		met, err := r.Round(0) // not the last round: no evaluation
+		if err != nil {
+			t.Fatal(err)
+		}
+		sampled := r.sampleN(0, 2)
+		want := sampled
+		if all {
+			want = []int{0, 1, 2, 3, 4, 5}
+		}
+		if !slices.Equal(met.Clients, want) {
+			t.Fatalf("all clients %v: clients %v trained, want %v", all, met.Clients, want)
+		}
+		if got := r.serverClients(0, met.Clients); !slices.Equal(got, sampled) {
+			t.Fatalf("all clients %v: the server reads %v, want the sample %v", all, got, sampled)
+		}
+		// every trained client's θ rows moved, the others' did not
+		for i, old := range before {
+			rows := values(t, r.store[i])
+			n := len(rows) / 6
+			for c := range 6 {
+				moved := !slices.Equal(rows[c*n:(c+1)*n], old[c*n:(c+1)*n])
+				if moved != slices.Contains(want, c) {
+					t.Errorf("all clients %v: %s of client %d moved %v", all, r.global.Params().List[i].Name, c, moved)
+				}
+			}
+		}
+		// the server's mean reads the sampled clients' w only: Σ_{k ∈ S} (m_k/M_S) w_k
+		var sizes []int
+		for _, c := range sampled {
+			sizes = append(sizes, len(st.fed.Part.Train[c]))
+		}
+		w := Weights(sizes)
+		for i, q := range r.global.Params().List {
+			if r.personal[i] {
+				continue
+			}
+			g := values(t, q.T)
+			globals[all] = append(globals[all], g)
+			rows := values(t, r.stacked.Params().List[i].T)
+			n := len(g)
+			mean := make([]float64, n)
+			for j, c := range sampled {
+				k := slices.Index(met.Clients, c) // c's row in the stacked model
+				for e := range mean {
+					mean[e] += w[j] * rows[k*n+e]
+				}
+			}
+			sameWithin(t, fmt.Sprintf("all clients %v: %s", all, q.Name), g, mean, func(int) float64 { return 1e-12 })
+		}
+	}
+	for i := range globals[false] {
+		sameWithin(t, "the global model, all clients against sampled", globals[true][i], globals[false][i], func(int) float64 { return 1e-10 })
+	}
+}
+
+func TestPFedMeAllClientsStackedEqualsSequential(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	cfg := Config{Rounds: 2, PerRound: 2, Epochs: 1, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU, DType: cuda.Float64, EvalEvery: 1}
+	checkStackedEqualsSequential(t, st, cfg, func() Strategy {
+		return &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: 0.01, Beta: 0.8, AllClients: true}}
 	}, build64(true))
 }

@@ -19,7 +19,8 @@
 //     client), generated (Generative.Generated: made by the server for each client), or
 //     shared (averaged).
 //
-// Each round (Run.Round), for the K sampled clients (EveryRound: all of them):
+// Each round (Run.Round), for the K sampled clients (EveryRound: all of them; a
+// SampledServer's server update then reads K of them):
 //  1. Prepare: the stacked model's row k becomes client k's model: the global shared
 //     values, the client's personal rows, and Generative.Generate's parameters.
 //  2. Local training: first Starter.Start may change the prepared rows (pFedMe: the
@@ -187,6 +188,16 @@ type HostStep interface {
 type EveryRound interface {
 	Strategy
 	EveryClient() bool
+}
+
+// SampledServer is an EveryRound strategy whose server update reads only a sample of the
+// clients that trained: the configured clients per round (Config.PerRound), drawn from the
+// round's sampling stream as every other algorithm's clients are (pFedMe's Alg. 1 and its
+// authors' serverpFedMe.py: every client trains every round, the server aggregates a
+// random subset of them). The other clients' trained personal rows are kept.
+type SampledServer interface {
+	EveryRound
+	ServerSample() bool
 }
 
 // allParams trains every parameter.
