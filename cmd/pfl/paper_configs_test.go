@@ -8,6 +8,7 @@ import (
 
 	"pfl/configs"
 	"pfl/cuda"
+	"pfl/engine/experiment"
 	"pfl/engine/fl"
 	"pfl/engine/model"
 )
@@ -43,7 +44,7 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 		t.Fatal(err)
 	}
 	focalRoles := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
-	var models = map[string]model.Model{}
+	models := map[string]model.Model{}
 	defer func() {
 		for _, m := range models {
 			m.Close()
@@ -71,26 +72,8 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 	}
 	paperMembers, pairs := 0, 0
 	for _, e := range entries {
-		path := filepath.Join("../../configs", e.Name())
-		out := "out=" + t.TempDir()
-		base, err := loadConfig(path, []string{out})
-		if err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-		members := base.Suite
-		if len(members) == 0 {
-			members = []string{base.Algorithm.Name}
-		}
 		generated, local := map[string][]string{}, map[string][]string{}
-		for _, entry := range members {
-			label, sets := memberSets(entry)
-			if len(base.Suite) == 0 {
-				sets = nil
-			}
-			cfg, err := loadConfig(path, append([]string{out}, sets...))
-			if err != nil {
-				t.Fatalf("%s, member %s: %v", e.Name(), label, err)
-			}
+		for label, cfg := range configMembers(t, e.Name()) {
 			p, err := model.Lookup(cfg.Model.Preset)
 			if err != nil || !p.IsFocalNet() {
 				continue
@@ -109,9 +92,9 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 				}
 			case "vanilla-c-t", "partial":
 				kept := params(cfg.Model.Preset, strat.Personal)
-				focalOnly := len(kept) > 0 && !slices.ContainsFunc(kept, func(name string) bool {
-					return len(params(cfg.Model.Preset, func(q *model.Param) bool { return q.Name == name && !slices.Contains(focalRoles, q.Role) })) > 0
-				})
+				focalOnly := len(kept) > 0 && len(params(cfg.Model.Preset, func(q *model.Param) bool {
+					return strat.Personal(q) && !slices.Contains(focalRoles, q.Role)
+				})) == 0
 				if focalOnly {
 					local[label] = kept
 				}
@@ -137,5 +120,58 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 	t.Logf("%d members run the paper's TransFed, %d vanilla members paired", paperMembers, pairs)
 	if paperMembers < 7 || pairs < 5 {
 		t.Fatalf("%d members run the paper's TransFed and %d vanilla members are paired; want at least 7 and 5", paperMembers, pairs)
+	}
+}
+
+// configMembers loads every member of the preset config file (the config itself when it
+// has no suite), each with its own keys applied: label → config.
+func configMembers(t *testing.T, file string) map[string]experiment.Config {
+	t.Helper()
+	path := filepath.Join("../../configs", file)
+	out := "out=" + t.TempDir()
+	base, err := loadConfig(path, []string{out})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(base.Suite) == 0 {
+		return map[string]experiment.Config{base.Algorithm.Name: base}
+	}
+	members := map[string]experiment.Config{}
+	for _, entry := range base.Suite {
+		label, sets := memberSets(entry)
+		cfg, err := loadConfig(path, append([]string{out}, sets...))
+		if err != nil {
+			t.Fatalf("%s, member %s: %v", file, label, err)
+		}
+		members[label] = cfg
+	}
+	return members
+}
+
+// TestFedTPConfigsTrainPFedHNFor5000Rounds: FedTP §IV-A.4 trains every algorithm for 1,500
+// rounds and pFedHN for 5,000 ("to make for an equivalent communication cost"); every
+// pFedHN run of a FedTP config (fedtp-*.yaml) trains 5,000 rounds.
+func TestFedTPConfigsTrainPFedHNFor5000Rounds(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "fedtp-") {
+			continue
+		}
+		for label, cfg := range configMembers(t, e.Name()) {
+			if cfg.Algorithm.Name != "pfedhn" {
+				continue
+			}
+			runs++
+			if cfg.Train.Rounds != 5000 {
+				t.Errorf("%s, member %s: pfedhn trains %d rounds, want FedTP's 5,000", e.Name(), label, cfg.Train.Rounds)
+			}
+		}
+	}
+	if runs < 4 { // fedtp-t2-pfedhn-t, fedtp-t3-pfedhn, fedtp-t3-suite, fedtp-novel-c100
+		t.Fatalf("%d pfedhn runs in the FedTP configs, want at least 4", runs)
 	}
 }
