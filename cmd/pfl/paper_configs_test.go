@@ -175,3 +175,29 @@ func TestFedTPConfigsTrainPFedHNFor5000Rounds(t *testing.T) {
 		t.Fatalf("%d pfedhn runs in the FedTP configs, want at least 4", runs)
 	}
 }
+
+// TestTransFedConfigsTrainFiveLocalEpochs: TransFed's paper states no local epoch count;
+// its setup (§4.1.3) follows FedTP's §IV-A.4 nearly word for word, which trains 5 local
+// epochs (FedTP's code's default too), so every run of TransFed's paper configs
+// (transfed-t*.yaml, transfed-f*.yaml) trains 5.
+func TestTransFedConfigsTrainFiveLocalEpochs(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "transfed-t") && !strings.HasPrefix(e.Name(), "transfed-f") {
+			continue
+		}
+		files++
+		for label, cfg := range configMembers(t, e.Name()) {
+			if cfg.Train.Epochs != 5 {
+				t.Errorf("%s, member %s: %d local epochs, want 5", e.Name(), label, cfg.Train.Epochs)
+			}
+		}
+	}
+	if files < 5 { // t2-rsna, t2-kermany, t3-parts, t4-novel, f3-participation
+		t.Fatalf("%d TransFed paper configs, want at least 5", files)
+	}
+}
