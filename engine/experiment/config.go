@@ -225,7 +225,7 @@ type PFedHNConfig struct {
 }
 
 // PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
-// experiments/heterogenous_class_dist/trainer.py).
+// experiments/heterogeneous_class_dist/trainer.py).
 type PFedGPConfig struct {
 	// EmbedDim is the embedding's width: the model's head is built with this many outputs
 	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);

@@ -164,7 +164,7 @@ type PFedGPConfig struct {
 	Clip float64
 }
 
-// DefaultPFedGP is the official trainer's setting (experiments/heterogenous_class_dist/
+// DefaultPFedGP is the official trainer's setting (experiments/heterogeneous_class_dist/
 // trainer.py defaults; the kernel's jitter 1e-3 is the official GP model's).
 func DefaultPFedGP() PFedGPConfig {
 	return PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, Draws: 20, Steps: 5, EvalDraws: 30, EvalSteps: 5,

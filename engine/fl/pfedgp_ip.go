@@ -13,7 +13,7 @@ import (
 // PFedGPIP is pFedGP's inducing-point variant pFedGP-IP-data (Achituve et al., NeurIPS
 // 2021, the inducing-point model; as its official code runs it: IdanAchituve/pFedGP,
 // pFedGP/pFedGP_full_data.py pFedGPIPData, pFedGP/tree.py BinaryTreepFedGPIPData and
-// experiments/heterogenous_class_dist/trainer_ip.py --method pFedGP-data). Everything is
+// experiments/heterogeneous_class_dist/trainer_ip.py --method pFedGP-data). Everything is
 // PFedGP's (the shared embedding network, the per-client class tree, the RBF kernel on
 // L2-normalized embeddings, Pólya-Gamma Gibbs chains, Gauss–Hermite predictive) except
 // what the GPs are conditioned on:

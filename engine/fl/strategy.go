@@ -39,7 +39,8 @@
 //     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
 //     global model (default: the weighted mean Σ_k (m_k/M) θ_k; Weighter: other weights);
 //     the personal rows go back to each client's store.
-//  4. Evaluation, when due, of every client in stacked chunks: prepared as in 1, fine-tuned
+//  4. Evaluation, when due (EvalFedPerfix: before step 3), of every client in stacked
+//     chunks: prepared as in 1 (EvalFedPerfix: a trained client as it trained), fine-tuned
 //     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
 //     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
 //     Predictor.Predict gives the logits (default: the model's forward; a Memorizer mixes in
