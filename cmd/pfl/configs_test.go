@@ -52,6 +52,13 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	if cfg.Model.Prefix.Mid != nil {
 		sets = append(sets, "model.prefix.mid=4")
 	}
+	// fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs (1) body epochs:
+	// it needs two
+	if cfg.Algorithm.Name == "fedrep" || slices.ContainsFunc(cfg.Suite, func(m string) bool {
+		return m == "fedrep" || strings.Contains(m, "algorithm.name=fedrep")
+	}) {
+		sets = append(sets, "train.epochs=2")
+	}
 	// a key the sweep sets is the sweep's (toyGrid shrinks its values); a --set of it is refused
 	return slices.DeleteFunc(sets, func(s string) bool {
 		key, _, _ := strings.Cut(s, "=")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/engine/fl"
 )
 
 // TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
@@ -24,7 +26,7 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 		{"apfl", func(a *AlgorithmConfig) { a.APFL.Alpha = 0.4 }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
 		{"perfedavg", func(a *AlgorithmConfig) { a.PerFedAvg = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} }, []string{"global/fc3.weight"}},
 		{"pfedme", func(a *AlgorithmConfig) {
-			a.PFedMe = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9}
+			a.PFedMe = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9, Clients: "all"}
 		}, []string{"store/personal.fc3.weight"}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
@@ -68,6 +70,9 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		key    string
 	}{
 		{func(c *Config) { c.Algorithm.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+		{func(c *Config) { c.Algorithm.FedRep.RepEpochs = 0 }, "algorithm.fedrep.rep_epochs"},
+		{func(c *Config) { c.Algorithm.Name, c.Train.Epochs, c.Algorithm.FedRep.RepEpochs = "fedrep", 3, 3 }, "algorithm.fedrep.rep_epochs"},
+		{func(c *Config) { c.Algorithm.Name = "fedrep" }, "algorithm.fedrep.rep_epochs"}, // 1 epoch: no head epoch left
 		{func(c *Config) { c.Algorithm.APFL.Alpha = 1.5 }, "algorithm.apfl.alpha"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Alpha = -0.1 }, "algorithm.perfedavg.alpha"},
 		{func(c *Config) { c.Algorithm.PerFedAvg.Beta = 0 }, "algorithm.perfedavg.beta"},
@@ -76,6 +81,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PFedMe.InnerSteps = 0 }, "algorithm.pfedme.inner_steps"},
 		{func(c *Config) { c.Algorithm.PFedMe.PersonalLR = ptr(-1.0) }, "algorithm.pfedme.personal_lr"},
 		{func(c *Config) { c.Algorithm.PFedMe.Beta = -1 }, "algorithm.pfedme.beta"},
+		{func(c *Config) { c.Algorithm.PFedMe.Clients = "every" }, "algorithm.pfedme.clients"},
 		{func(c *Config) { c.Algorithm.PFedGP.EmbedDim = 0 }, "algorithm.pfedgp.embed_dim"},
 		{func(c *Config) { c.Algorithm.PFedGP.OutputScale = 0 }, "algorithm.pfedgp.outputscale"},
 		{func(c *Config) { c.Algorithm.PFedGP.LengthScale = -1 }, "algorithm.pfedgp.lengthscale"},
@@ -86,6 +92,9 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		{func(c *Config) { c.Algorithm.PFedGP.Objective = "elbo" }, "algorithm.pfedgp.objective"},
 		{func(c *Config) { c.Algorithm.PFedGP.PredictRatio = 1 }, "algorithm.pfedgp.predict_ratio"},
 		{func(c *Config) { c.Algorithm.PFedGP.Inducing = 0 }, "algorithm.pfedgp.inducing"},
+		{func(c *Config) { c.Algorithm.PFedGP.Weights = "sizes" }, "algorithm.pfedgp.weights"},
+		{func(c *Config) { c.Algorithm.PFedGP.LossScaler = 0 }, "algorithm.pfedgp.loss_scaler"},
+		{func(c *Config) { c.Algorithm.PFedGP.Clip = -1 }, "algorithm.pfedgp.clip"},
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.PFedGP.Objective = "pfedgp-ip", "marginal" }, "algorithm.pfedgp.objective"},
 	} {
 		cfg := DefaultConfig()
@@ -95,8 +104,17 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 			t.Errorf("error %v, want one starting with %q", err, c.key)
 		}
 	}
-	// pFedMe's personal learning rate follows train.lr unless set
+	// fedrep's rep_epochs reaches the strategy: 10 epochs, 3 of them the body's
 	cfg := DefaultConfig()
+	cfg.Algorithm.Name, cfg.Train.Epochs, cfg.Algorithm.FedRep.RepEpochs = "fedrep", 10, 3
+	if err := cfg.Resolved().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ph := cfg.Algorithm.Strategy().(fl.Phased).Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
+		t.Errorf("fedrep with rep_epochs 3 of 10 epochs: phases %+v, want 7 head epochs, then 3 body epochs", ph)
+	}
+	// pFedMe's personal learning rate follows train.lr unless set
+	cfg = DefaultConfig()
 	cfg.Train.LR = 0.03
 	if lr := cfg.Resolved().Algorithm.PFedMe.PersonalLR; lr == nil || *lr != 0.03 {
 		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)
@@ -135,5 +153,35 @@ func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
 	}
 	if want := avg * (1 + 7*k) / (1 + 4*k); math.Abs(two-want) > 1e-9*want {
 		t.Fatalf("two workers' floor %g bytes, want %g (one stack's %g)", two, want, avg)
+	}
+}
+
+// TestPFedMeClientsChoosesWhoTrains: algorithm.pfedme.clients "sampled" (the default,
+// FedTP's code) trains the round's sampled clients; "all" (the pFedMe paper's Alg. 1)
+// trains every client every round; metrics.jsonl lists who trained.
+func TestPFedMeClientsChoosesWhoTrains(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int // clients per round, of 4 at participation 0.5
+	}{{"sampled", 2}, {"all", 4}} {
+		cfg := smallRun(t.TempDir(), "pfedme")
+		cfg.Algorithm.Name, cfg.Algorithm.PFedMe.Clients, cfg.Algorithm.PFedMe.InnerSteps = "pfedme", c.value, 2
+		res, err := Run(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatalf("pfedme.clients %q: %v", c.value, err)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Dir, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r struct{ Clients []int }
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Clients) != c.want {
+				t.Errorf("pfedme.clients %q: a round trained clients %v, want %d of them", c.value, r.Clients, c.want)
+			}
+		}
 	}
 }

@@ -193,7 +193,8 @@ type AlgorithmConfig struct {
 	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
 	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
 	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
-	// [focal_f]); pfedhn generates every trainable parameter and refuses it.
+	// [focal]: what vanilla-c-t keeps local); pfedhn generates every trainable parameter and
+	// refuses it.
 	Generate []string `mapstructure:"generate" json:"generate"`
 	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
 	// local: roles from `pfl models` and block indices (every parameter of block i, as the
@@ -206,11 +207,12 @@ type AlgorithmConfig struct {
 	// official local_training: every client, every round, whatever train.participation)
 	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
 	// every other algorithm). Unset: all. Other algorithms refuse it.
-	LocalClients string      `mapstructure:"local_clients" json:"local_clients"`
-	Hyper        HyperConfig `mapstructure:"hyper" json:"hyper"`
-	KNN          KNNConfig   `mapstructure:"knn" json:"knn"`
-	Ditto        DittoConfig `mapstructure:"ditto" json:"ditto"`
-	APFL         APFLConfig  `mapstructure:"apfl" json:"apfl"`
+	LocalClients string       `mapstructure:"local_clients" json:"local_clients"`
+	Hyper        HyperConfig  `mapstructure:"hyper" json:"hyper"`
+	KNN          KNNConfig    `mapstructure:"knn" json:"knn"`
+	FedRep       FedRepConfig `mapstructure:"fedrep" json:"fedrep"`
+	Ditto        DittoConfig  `mapstructure:"ditto" json:"ditto"`
+	APFL         APFLConfig   `mapstructure:"apfl" json:"apfl"`
 	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
 	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
 	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
@@ -232,7 +234,7 @@ type PFedHNConfig struct {
 }
 
 // PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
-// experiments/heterogenous_class_dist/trainer.py).
+// experiments/heterogeneous_class_dist/trainer.py).
 type PFedGPConfig struct {
 	// EmbedDim is the embedding's width: the model's head is built with this many outputs
 	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);
@@ -260,6 +262,16 @@ type PFedGPConfig struct {
 	// and learned in the embedding space; default 100 (the official
 	// --num-inducing-points). Other algorithms do not read it.
 	Inducing int `mapstructure:"inducing" json:"inducing"`
+	// Weights is how the server weighs the round's clients in its mean: "uniform" (the
+	// official trainers: the summed parameters divided by --num-client-agg) or "samples"
+	// (m_i/M, as every other algorithm); default uniform.
+	Weights string `mapstructure:"weights" json:"weights"`
+	// LossScaler multiplies every client's loss before the step (--loss-scaler); default 1,
+	// the official default (its pFedGP-IP-data CIFAR-10 script passes 2).
+	LossScaler float64 `mapstructure:"loss_scaler" json:"loss_scaler"`
+	// Clip bounds the L2 norm of each client's gradient before every step (the official
+	// clip_grad_norm_(·, 50) in both trainers); default 50; 0: none.
+	Clip float64 `mapstructure:"clip" json:"clip"`
 }
 
 // PFedMeConfig is pFedMe's setting (FedTP's official code's values).
@@ -274,6 +286,11 @@ type PFedMeConfig struct {
 	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
 	// the official code's update leaves out, i.e. 1).
 	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Clients is who trains each round: "sampled" (the round's sampled clients, as FedTP's
+	// code runs its pFedMe baseline: FedTP's tables) or "all" (every client every round,
+	// the server mixing in train.participation of them: the pFedMe paper's Alg. 1 and its
+	// authors' code); default sampled.
+	Clients string `mapstructure:"clients" json:"clients"`
 }
 
 // PerFedAvgConfig is Per-FedAvg's setting.
@@ -297,6 +314,16 @@ type APFLConfig struct {
 	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
 	// flag alone defaults to 1).
 	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+}
+
+// FedRepConfig is FedRep's setting.
+type FedRepConfig struct {
+	// RepEpochs is how many of each round's train.epochs train the body (the shared
+	// representation), after train.epochs − rep_epochs epochs of the head; default 1,
+	// Collins et al.'s code (lgcollins/FedRep, --local_rep_ep; models/Update.py trains
+	// local_ep − local_rep_ep head epochs, then local_rep_ep body epochs). fedrep needs
+	// 1 <= rep_epochs < train.epochs, so that both phases train.
+	RepEpochs int `mapstructure:"rep_epochs" json:"rep_epochs"`
 }
 
 // DittoConfig is Ditto's setting.
@@ -356,8 +383,9 @@ type TrainConfig struct {
 	EvalBatch int `mapstructure:"eval_batch" json:"eval_batch"`
 	// EvalProtocol is when an evaluation sees each client's model: "fedtp" (every client
 	// after the server update: the new global shared part with its personal part, FedTP's
-	// official code) or "fedperfix" (the round's trained clients right after their local
-	// training, before aggregation, the others after it, FedPerfix's official code);
+	// official code) or "fedperfix" (every client before the server update: the round's
+	// trained clients with their trained models, the others with the global part the
+	// round started from, FedPerfix's official code);
 	// default fedtp. results.md names the protocol of every table.
 	EvalProtocol string `mapstructure:"eval_protocol" json:"eval_protocol"`
 	// TailRounds is the window of FedTP's protocol: summary.json's tail_mean ± tail_std
@@ -410,11 +438,12 @@ func DefaultConfig() Config {
 		Model: ModelConfig{Preset: "convnet"},
 		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
 			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}, Ditto: DittoConfig{Lambda: 1},
+			KNN:   KNNConfig{K: 10, Weight: 0.6}, FedRep: FedRepConfig{RepEpochs: 1}, Ditto: DittoConfig{Lambda: 1},
 			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
+			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1, Clients: "sampled"}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
 			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
-				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100}},
+				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100,
+				Weights: "uniform", LossScaler: 1, Clip: 50}},
 		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, ConvergeWithin: 0.01, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
@@ -498,17 +527,19 @@ func (c AlgorithmConfig) options() fl.Options {
 			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
 		LocalSampled: c.LocalClients == "sampled",
+		FedRep:       fl.FedRepConfig{RepEpochs: c.FedRep.RepEpochs},
 		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
 		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
 		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
 		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: realOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta},
+			PersonalLR: realOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta, AllClients: c.PFedMe.Clients == "all"},
 		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
 
 		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
 			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
 			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio,
-			Inducing: c.PFedGP.Inducing}}
+			Inducing: c.PFedGP.Inducing, Uniform: c.PFedGP.Weights == "uniform", LossScaler: c.PFedGP.LossScaler,
+			Clip: c.PFedGP.Clip}}
 	if c.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(c.LocalRoles)
 	}

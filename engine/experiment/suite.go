@@ -205,7 +205,7 @@ func table(runs []*Result) string {
 // protocolText says what each evaluation protocol means, for results.md.
 var protocolText = map[string]string{
 	string(fl.EvalFedTP):     "every client evaluated after the server update, with the new global shared part and its own personal part (FedTP's official code)",
-	string(fl.EvalFedPerfix): "the round's trained clients evaluated right after local training, before aggregation; the others after it (FedPerfix's official code)",
+	string(fl.EvalFedPerfix): "every client evaluated before the server update: the round's trained clients with their trained models, the others with the global shared part the round started from (FedPerfix's official code)",
 }
 
 // resourceTable is FedPerfix's resource columns (Table 2) for every run, with pfl's

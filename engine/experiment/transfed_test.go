@@ -73,13 +73,14 @@ func TestTransFedConfig(t *testing.T) {
 		}
 		return c.Algorithm.Strategy()
 	}
+	focal := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
 	tf := strat(func(*AlgorithmConfig) {}).(*fl.TransFed)
-	if !slices.Equal(tf.Roles, []model.Role{model.RoleFocalF}) || tf.Hyper.Rank != hyper.RankAuto {
+	if !slices.Equal(tf.Roles, focal) || tf.Hyper.Rank != hyper.RankAuto {
 		t.Errorf("transfed by default: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"focal"}, ptr(int64(0)) }).(*fl.TransFed)
-	if want := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}; !slices.Equal(tf.Roles, want) || tf.Hyper.Rank != 0 {
-		t.Errorf("transfed with generate [focal], rank 0: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
+	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"focal_f"}, ptr(int64(0)) }).(*fl.TransFed)
+	if want := []model.Role{model.RoleFocalF}; !slices.Equal(tf.Roles, want) || tf.Hyper.Rank != 0 {
+		t.Errorf("transfed with generate [focal_f], rank 0: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
 	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"attn_qkv"}, ptr(int64(16)) }).(*fl.TransFed)
 	if !slices.Equal(tf.Roles, []model.Role{model.RoleAttnQKV}) || tf.Hyper.Rank != 16 {

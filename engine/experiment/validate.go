@@ -320,6 +320,10 @@ func (c Config) validateAlgorithm(k *checker) {
 	}
 	k.atLeast("algorithm.knn.k", int64(a.KNN.K), 1)
 	k.real("algorithm.knn.weight", a.KNN.Weight, 0, 1, "[]")
+	k.atLeast("algorithm.fedrep.rep_epochs", int64(a.FedRep.RepEpochs), 1)
+	if a.Name == "fedrep" && a.FedRep.RepEpochs >= c.Train.Epochs {
+		k.fail("algorithm.fedrep.rep_epochs", "%d, but train.epochs is %d: fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs body epochs; want rep_epochs < train.epochs", a.FedRep.RepEpochs, c.Train.Epochs)
+	}
 	k.real("algorithm.ditto.lambda", a.Ditto.Lambda, 0, inf, "[]")
 	k.real("algorithm.apfl.alpha", a.APFL.Alpha, 0, 1, "[]")
 	k.real("algorithm.perfedavg.alpha", a.PerFedAvg.Alpha, 0, inf, "[]")
@@ -331,6 +335,7 @@ func (c Config) validateAlgorithm(k *checker) {
 		k.real("algorithm.pfedme.personal_lr", *a.PFedMe.PersonalLR, 0, inf, "(]")
 	}
 	k.real("algorithm.pfedme.beta", a.PFedMe.Beta, 0, inf, "(]")
+	k.oneOf("algorithm.pfedme.clients", a.PFedMe.Clients, "sampled", "all")
 	k.atLeast("algorithm.pfedhn.inner_steps", int64(a.PFedHN.InnerSteps), 0)
 	k.real("algorithm.pfedhn.clip", a.PFedHN.Clip, 0, inf, "[]")
 	g := a.PFedGP
@@ -344,6 +349,9 @@ func (c Config) validateAlgorithm(k *checker) {
 	k.oneOf("algorithm.pfedgp.objective", g.Objective, "predictive", "marginal")
 	k.real("algorithm.pfedgp.predict_ratio", g.PredictRatio, 0, 1, "()")
 	k.atLeast("algorithm.pfedgp.inducing", int64(g.Inducing), 1)
+	k.oneOf("algorithm.pfedgp.weights", g.Weights, "uniform", "samples")
+	k.real("algorithm.pfedgp.loss_scaler", g.LossScaler, 0, inf, "()")
+	k.real("algorithm.pfedgp.clip", g.Clip, 0, inf, "[]")
 	if a.Name == "pfedgp-ip" && g.Objective != "predictive" {
 		k.fail("algorithm.pfedgp.objective", "%q, but algorithm pfedgp-ip trains the predictive objective only", g.Objective)
 	}

@@ -65,10 +65,10 @@ const (
 	// EvalFedTP evaluates every client after the server update: the new global shared
 	// part with the client's personal part (FedTP's official code).
 	EvalFedTP EvalProtocol = "fedtp"
-	// EvalFedPerfix evaluates the round's trained clients right after their local
-	// training, before aggregation, and the others with the new global shared part and
-	// their own personal part (FedPerfix's official code, which tests every client every
-	// round this way).
+	// EvalFedPerfix evaluates every client before the server update, as FedPerfix's
+	// official code tests every client every round: the round's trained clients with their
+	// trained models, the others with the global shared part the round started from (the
+	// previous round's) and their own personal part.
 	EvalFedPerfix EvalProtocol = "fedperfix"
 )
 

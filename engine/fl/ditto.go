@@ -27,7 +27,12 @@ type DittoConfig struct {
 // the paper and the official code take plain SGD, which is the run's default) and the same
 // batches, for the configured epochs; the official code also runs both on the same batch
 // per iteration, while the paper's Alg. 1 lets v take its own number of local iterations s.
-// The reported training loss is f(w) + f(v) (the penalty not included).
+// The reported training loss is f(w) + f(v) (the penalty not included). The round's
+// clients are drawn uniformly and the shared model averaged by m_i/M, as every algorithm
+// here; the official code draws the clients with probability ∝ their sample counts
+// (--sampling 2, fedbase.py select_clients) and averages their updates uniformly
+// (simple_average), and takes --local_iters batches per round, not epochs
+// (docs/fidelity.md, ditto).
 type Ditto struct {
 	DittoConfig
 	twins

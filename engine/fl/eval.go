@@ -88,13 +88,24 @@ func (r *Run) evaluateTrained(res *EvalResult, ids []int) error {
 	})
 }
 
-// evaluateRound is the round's evaluation under the configured protocol; pre holds the
-// trained clients' results when the protocol evaluated them before aggregation.
-func (r *Run) evaluateRound(pre *EvalResult, trained []int) (EvalResult, error) {
-	if pre == nil {
-		return r.Evaluate()
+// evaluateBeforeAggregation is the round's evaluation under the fedperfix protocol, run
+// before the server update as FedPerfix's official code runs it (system/main.py: the
+// workers' thread.py tests every client, trained or not, right after the sampled ones'
+// local training, and only then do receive_models and aggregate_parameters run): the
+// round's trained clients (all of them; local, this process's share, are the stacked
+// model's rows) with their trained models, every other client with the global shared part
+// the round started from, i.e. the previous round's (send_models handed every client the
+// global model before the round), and its own personal part.
+func (r *Run) evaluateBeforeAggregation(local, trained []int) (EvalResult, error) {
+	res := newEvalResult(len(r.fed.Part.Test))
+	if err := r.evaluateTrained(&res, local); err != nil {
+		return res, err
 	}
-	res := *pre
+	if err := r.gatherEval(&res, local, trained); err != nil {
+		return res, err
+	}
+	// the global model and the other clients' personal rows are as the round found them:
+	// aggregate has not written the round's update yet
 	if err := r.evaluateInto(&res, trained); err != nil {
 		return res, err
 	}

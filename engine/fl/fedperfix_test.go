@@ -157,64 +157,88 @@ func TestPartialFamilyStackedEqualsSequential(t *testing.T) {
 	}
 }
 
-// TestFedPerfixProtocolEvaluatesTrainedClientsBeforeAggregation: under the fedperfix
-// protocol a trained client's accuracy is that of its trained model (as it was before
-// the server averaged it), the others' that of the new global shared part with their own
-// personal part; under fedtp every client sees the new global part. The two differ only
-// in the round's trained clients.
-func TestFedPerfixProtocolEvaluatesTrainedClientsBeforeAggregation(t *testing.T) {
+// TestFedPerfixProtocolEvaluatesBeforeAggregation: under the fedperfix protocol every
+// client is evaluated before the server update, as FedPerfix's official code tests every
+// client before aggregate_parameters: a trained client with its trained model (as it was
+// before the server averaged it), every other client with the global shared part the round
+// started from, i.e. the previous round's (the initial one in round 0), and its own
+// personal part. Under fedtp every client sees the new global part, so the two protocols
+// differ in round 1 for the trained clients and for the others.
+func TestFedPerfixProtocolEvaluatesBeforeAggregation(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
-	results := map[EvalProtocol]EvalResult{}
-	var trained []int
-	for _, protocol := range []EvalProtocol{EvalFedTP, EvalFedPerfix} {
-		cfg := Config{Rounds: 1, PerRound: 2, Epochs: 2, Batch: 8, LR: 0.1, Seed: 5, Device: cuda.CPU, DType: cuda.Float64,
+	cfg := func(protocol EvalProtocol) Config {
+		return Config{Rounds: 2, PerRound: 2, Epochs: 2, Batch: 8, LR: 0.1, Seed: 5, Device: cuda.CPU, DType: cuda.Float64,
 			EvalEvery: 1, Protocol: protocol}
-		r, err := New(cfg, FedPer(), st.fed, st.train, st.test, convnetAs(16, 1, 4, false, cuda.Float64))
+	}
+	build := convnetAs(16, 1, 4, false, cuda.Float64)
+	history := map[EvalProtocol][]RoundMetrics{}
+	for _, protocol := range []EvalProtocol{EvalFedTP, EvalFedPerfix} {
+		r, err := New(cfg(protocol), FedPer(), st.fed, st.train, st.test, build)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		m, err := r.Round(0)
-		if err != nil {
+		if history[protocol], err = r.Train(); err != nil {
 			t.Fatal(err)
 		}
-		results[protocol], trained = *m.Eval, m.Clients
-		if protocol == EvalFedPerfix {
-			// the reference: a trained client's model is its trained row; rebuild it by
-			// training again from the same start (same streams) without aggregating
-			again, err := New(cfg, FedPer(), st.fed, st.train, st.test, convnetAs(16, 1, 4, false, cuda.Float64))
-			if err != nil {
-				t.Fatal(err)
+	}
+	fedtp, fedperfix := history[EvalFedTP], history[EvalFedPerfix]
+	if !slices.Equal(fedtp[1].Clients, fedperfix[1].Clients) {
+		t.Fatalf("the protocols sampled %v and %v", fedtp[1].Clients, fedperfix[1].Clients)
+	}
+
+	// the references: the initial models (round 0's global part), and round 0's trained
+	// clients' trained rows, rebuilt by training again from the same start (same streams)
+	// without aggregating
+	again, err := New(cfg(EvalFedPerfix), FedPer(), st.fed, st.train, st.test, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	initial, err := again.Evaluate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cuda.NewScope()
+	defer s.Close()
+	var met RoundMetrics
+	trained0 := fedperfix[0].Clients
+	if _, _, err := again.localTrain(s, again.stacked, trained0, nil, 0, &met); err != nil {
+		t.Fatal(err)
+	}
+	e, err := again.evalModelRows(trained0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	same := func(a, b EvalResult, c int) bool { return a.Correct[c] == b.Correct[c] && a.Loss[c] == b.Loss[c] }
+	for c := range initial.Correct {
+		got0, got1 := *fedperfix[0].Eval, *fedperfix[1].Eval
+		if i := slices.Index(trained0, c); i >= 0 {
+			if got0.Correct[c] != int(e.correct[i]) || got0.Loss[c] != e.loss[i]/e.count[i] {
+				t.Errorf("round 0, trained client %d: %d correct (loss %g) under fedperfix, its trained model gets %g (%g)",
+					c, got0.Correct[c], got0.Loss[c], e.correct[i], e.loss[i]/e.count[i])
 			}
-			defer again.Close()
-			s := cuda.NewScope()
-			defer s.Close()
-			var met RoundMetrics
-			if _, _, err := again.localTrain(s, again.stacked, trained, nil, 0, &met); err != nil {
-				t.Fatal(err)
-			}
-			e, err := again.evalModelRows(trained)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range trained {
-				if got := results[protocol].Correct[c]; got != int(e.correct[i]) {
-					t.Errorf("client %d: %d correct under fedperfix, its trained model gets %g", c, got, e.correct[i])
-				}
-			}
+		} else if !same(got0, initial, c) {
+			t.Errorf("round 0, client %d (not trained): %d correct (loss %g), the initial model gets %d (%g)",
+				c, got0.Correct[c], got0.Loss[c], initial.Correct[c], initial.Loss[c])
+		}
+		// round 1: a client that did not train keeps its personal part, and sees round 0's
+		// global part: fedtp's round-0 evaluation of it
+		if !slices.Contains(fedperfix[1].Clients, c) && !same(got1, *fedtp[0].Eval, c) {
+			t.Errorf("round 1, client %d (not trained): %d correct (loss %g), with round 0's global part %d (%g)",
+				c, got1.Correct[c], got1.Loss[c], fedtp[0].Eval.Correct[c], fedtp[0].Eval.Loss[c])
 		}
 	}
-	a, b := results[EvalFedTP], results[EvalFedPerfix]
-	differ := false
-	for c := range a.Correct {
-		if slices.Contains(trained, c) {
-			differ = differ || a.Loss[c] != b.Loss[c]
-		} else if a.Correct[c] != b.Correct[c] || a.Loss[c] != b.Loss[c] {
-			t.Errorf("client %d was not trained but its result differs between protocols", c)
-		}
+	// the test can tell the protocols apart: in round 1 they differ for a trained client and
+	// for a client that did not train
+	differ := map[bool]bool{}
+	for c := range initial.Correct {
+		trained := slices.Contains(fedperfix[1].Clients, c)
+		differ[trained] = differ[trained] || !same(*fedtp[1].Eval, *fedperfix[1].Eval, c)
 	}
-	if !differ {
-		t.Error("the trained clients' results do not depend on the protocol")
+	if !differ[true] || !differ[false] {
+		t.Errorf("round 1's results differ between the protocols for trained clients: %v, for the others: %v; want both", differ[true], differ[false])
 	}
 }
 

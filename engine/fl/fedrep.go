@@ -2,11 +2,29 @@ package fl
 
 import "pfl/engine/model"
 
+// FedRepConfig is FedRep's setting.
+type FedRepConfig struct {
+	// RepEpochs is the body's (the representation's) epochs per round; the head trains the
+	// rest of the run's local epochs first. Collins et al.'s code: --local_rep_ep (default 1)
+	// of --local_ep; it must be in [1, epochs) for both phases to train.
+	RepEpochs int
+}
+
 // FedRep keeps the head personal and, every round, first trains the head with the body
 // frozen, then the body with the head frozen (Collins et al., "Exploiting Shared
-// Representations for Personalized Federated Learning", ICML 2021). HeadEpochs is the
-// head phase's length (0: the configured local epochs).
-type FedRep struct{ HeadEpochs int }
+// Representations for Personalized Federated Learning", ICML 2021, Alg. 1): of the run's
+// local epochs E, E − RepEpochs train the head and RepEpochs the body, as the authors'
+// code (lgcollins/FedRep models/Update.py LocalUpdate.train: head_eps = local_ep −
+// local_rep_ep, then local_rep_ep epochs of the representation; its CIFAR-10 script runs
+// --local_ep 11 --local_rep_ep 1, the other scripts 15 and 5, the argparse defaults 5 and
+// 1). The official code keeps one SGD for both phases; each phase's fresh optimizer here
+// is the same update, since the phases train disjoint parameters and a parameter's
+// momentum starts at its first step either way.
+//
+// Other codes split otherwise: PFLlib's clientrep.py runs --plocal_epochs head epochs and
+// then --local_epochs body epochs (so a round is their sum), and FedPerfix's official
+// preset "FedRep" is FedAvg with a local head (fedper here).
+type FedRep struct{ FedRepConfig }
 
 // Name is "fedrep".
 func (FedRep) Name() string { return "fedrep" }
@@ -14,12 +32,16 @@ func (FedRep) Name() string { return "fedrep" }
 // Personal is true for the head.
 func (FedRep) Personal(p *model.Param) bool { return p.Role == model.RoleHead }
 
-// Phases are the head phase, then the body phase.
+// Phases are the head phase (epochs − RepEpochs epochs), then the body phase (RepEpochs
+// epochs); a phase of no epochs is left out.
 func (f FedRep) Phases(epochs int) []Phase {
-	head := f.HeadEpochs
-	if head == 0 {
-		head = epochs
-	}
 	isHead := func(p *model.Param) bool { return p.Role == model.RoleHead }
-	return []Phase{{Epochs: head, Train: isHead}, {Epochs: epochs, Train: func(p *model.Param) bool { return !isHead(p) }}}
+	var out []Phase
+	if head := epochs - f.RepEpochs; head > 0 {
+		out = append(out, Phase{Epochs: head, Train: isHead})
+	}
+	if f.RepEpochs > 0 {
+		out = append(out, Phase{Epochs: f.RepEpochs, Train: func(p *model.Param) bool { return !isHead(p) }})
+	}
+	return out
 }

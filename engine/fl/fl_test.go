@@ -223,7 +223,7 @@ func compare(t *testing.T, against, what string, x, y *cuda.Tensor) {
 func TestRoundLeavesNoHandles(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1, NoiseMax: 0.2})
 	tensors, gens := cuda.LiveTensors(), cuda.LiveGenerators()
-	r, err := New(Config{Rounds: 3, PerRound: 2, Batch: 16, Momentum: 0.9, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedRep{HeadEpochs: 1}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	r, err := New(Config{Rounds: 3, PerRound: 2, Epochs: 2, Batch: 16, Momentum: 0.9, Seed: 1, Device: cuda.CPU, EvalEvery: 1}, FedRep{FedRepConfig{RepEpochs: 1}}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
 		bn       bool
 		perRound int
 	}{{FedAvg(), false, 5}, {FedProx{Mu: 0.01}, false, 5}, {Local(), false, 5}, {FedPer(), false, 5}, {FedBN(), true, 10},
-		{FedRep{}, false, 5}, {FedBABU{FineTuneSteps: 1}, false, 5}, {&FedRoD{}, false, 5}} {
+		{FedRep{FedRepConfig{RepEpochs: 1}}, false, 5}, {FedBABU{FineTuneSteps: 1}, false, 5}, {&FedRoD{}, false, 5}} {
 		res := runFashion(t, sp, pc, c.s, c.bn, c.perRound)
 		const z = 4
 		if floor := res.Blind + z*stdErr(res.Blind, res.n()); !(res.Micro > floor) {
@@ -453,6 +453,57 @@ func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 			}
 		}
 		j++
+	}
+}
+
+// TestFedBABUFineTunesBodyAndHead: FedBABU's fine-tuning before evaluation steps every
+// parameter, body and head, as FedPerfix's clientbabu.py (an SGD over model.parameters()
+// with the head unfrozen) and PFLlib's fine_tune (['base', 'head']) do, and an evaluation
+// leaves the global model as it was (the fine-tuning is not kept).
+func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 1, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU}
+	f := FedBABU{FineTuneSteps: 1}
+	r, err := New(cfg, f, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := cuda.NewScope()
+	defer s.Close()
+	ids := []int{1, 3}
+	r.load(s, r.evalM, ids)
+	snapshot := func(m model.Model) map[string][]float64 {
+		out := map[string][]float64{}
+		for _, p := range m.Params().List {
+			out[p.Name] = values(t, p.T)
+		}
+		return out
+	}
+	before, global := snapshot(r.evalM), snapshot(r.global)
+	if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, 0, FineTunePhase, f.FineTune(), nil); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[model.Role]bool{}
+	for _, p := range r.evalM.Params().List {
+		if p.Buffer {
+			continue
+		}
+		if slices.Equal(values(t, p.T), before[p.Name]) {
+			t.Errorf("%s (%s) did not move in the fine-tuning step", p.Name, p.Role)
+		}
+		roles[p.Role] = true
+	}
+	if !roles[model.RoleHead] || len(roles) < 2 {
+		t.Fatalf("roles checked %v: want the head and the body", roles)
+	}
+	if _, err := r.Evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range snapshot(r.global) {
+		if !slices.Equal(v, global[name]) {
+			t.Errorf("%s of the global model changed in an evaluation", name)
+		}
 	}
 }
 

@@ -61,7 +61,7 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 		{"pfedhn", func() Strategy {
 			return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 5, Clip: 1}})
 		}, 1},
-		{"fedrep", func() Strategy { return FedRep{HeadEpochs: 1} }, 2},
+		{"fedrep", func() Strategy { return FedRep{FedRepConfig{RepEpochs: 1}} }, 2},
 		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside
 		{"fedbabu", func() Strategy { return FedBABU{} }, 2},
 	}

@@ -11,6 +11,7 @@ type hooks struct {
 	penalty   Regularizer
 	optimizer LocalOptimizer
 	aggregate Aggregator
+	weigh     Weighter
 	fineTune  FineTuner
 	predict   Predictor
 	condition Conditioner
@@ -19,6 +20,7 @@ type hooks struct {
 	start     Starter
 	stepper   Stepper
 	every     bool // EveryRound: every client trains every round
+	sampled   bool // SampledServer: ... and the server update reads a sample of them
 	host      bool // HostStep: steps run eagerly, never captured
 }
 
@@ -32,6 +34,7 @@ func hooksOf(s Strategy) hooks {
 	h.penalty, _ = s.(Regularizer)
 	h.optimizer, _ = s.(LocalOptimizer)
 	h.aggregate, _ = s.(Aggregator)
+	h.weigh, _ = s.(Weighter)
 	h.fineTune, _ = s.(FineTuner)
 	h.predict, _ = s.(Predictor)
 	h.condition, _ = s.(Conditioner)
@@ -44,6 +47,9 @@ func hooksOf(s Strategy) hooks {
 	h.stepper, _ = s.(Stepper)
 	if e, ok := s.(EveryRound); ok {
 		h.every = e.EveryClient()
+	}
+	if e, ok := s.(SampledServer); ok {
+		h.sampled = h.every && e.ServerSample()
 	}
 	if hs, ok := s.(HostStep); ok {
 		h.host = hs.HostStep()
@@ -76,4 +82,13 @@ func (h hooks) newOptimizer(phase int, c SGDConfig) func() Optimizer {
 		}
 		return NewSGD(c)
 	}
+}
+
+// weights are the server's weights of clients holding sizes training samples: m_k/M, or
+// the Weighter's.
+func (h hooks) weights(sizes []int) []float64 {
+	if h.weigh != nil {
+		return h.weigh.ClientWeights(sizes)
+	}
+	return Weights(sizes)
 }

@@ -14,8 +14,8 @@ import (
 // PFedGP is pFedGP (Achituve, Shamsian, Navon, Chechik and Fetaya, "Personalized Federated
 // Learning with Gaussian Processes", NeurIPS 2021), its full-GP version (pFedGP-Full, no
 // inducing points), as its official code (IdanAchituve/pFedGP, pFedGP_full_data.py,
-// tree.py and the heterogeneous-class trainer) runs it: a shared network φ, averaged as in
-// FedAvg, embeds the images, and every client classifies with its own Gaussian processes
+// tree.py and the heterogeneous-class trainer) runs it: a shared network φ, averaged over
+// the round's clients (uniformly, as the official trainer: Uniform), embeds the images, and every client classifies with its own Gaussian processes
 // on those embeddings, fitted to its own data.
 //
 // The model's output is the embedding: its head, built with EmbedDim outputs (Shape), is the
@@ -68,11 +68,12 @@ import (
 //
 // Deviations from the official code, each deliberate:
 //   - Batches: the official trainer concatenates all of a client's training batches into
-//     one step per round (--inner-steps 1); here a step is one batch of the run's plan, so
-//     the tree and the held-out split are drawn per batch from the batch's classes (the
-//     official tree, built once per round from all training embeddings, can have nodes a
-//     batch lacks; it skips them). train.batch at least the largest client's sample count
-//     with train.epochs 1 gives the official one full step.
+//     one step, --inner-steps times per round (1 by default; its CIFAR-10 script passes
+//     3); here a step is one batch of the run's plan, so the tree and the held-out split
+//     are drawn per batch from the batch's classes (the official tree, built once per
+//     round from the embeddings before the round's steps, can have nodes a batch lacks; it
+//     skips them). train.batch at least the largest client's sample count gives the
+//     official full steps, train.epochs of them per round (the tree rebuilt at each).
 //   - Quadrature: the official code takes exp(E[log σ(f)]) (gpytorch's quadrature of
 //     logsigmoid) for the left branch and one minus it for the right; here both branches
 //     take the expectation E[σ(±f)] the predictive integral defines.
@@ -91,9 +92,10 @@ import (
 //     stream (so stacked and one-at-a-time training draw the same), at evaluation from
 //     (seed, "pfedgp/eval", client), the same at every evaluation.
 //
-// Not implemented: the official trainer's gradient-norm clipping at 50 (the run's SGD has
-// none). The inducing-point variant pFedGP-IP-data is PFedGPIP (pfedgp_ip.go);
-// pFedGP-IP-compute is not implemented.
+// Followed as settings (each default the official trainer's): the server's uniform mean
+// over the round's clients (Uniform), the loss scaler (LossScaler) and the gradient-norm
+// clip at 50 before every step (Clip). The inducing-point variant pFedGP-IP-data is
+// PFedGPIP (pfedgp_ip.go); pFedGP-IP-compute is not implemented.
 type PFedGP struct {
 	PFedGPConfig
 
@@ -148,13 +150,25 @@ type PFedGPConfig struct {
 	Objective    string  // "predictive" (predictive_likelihood, the default) or "marginal"
 	PredictRatio float64 // the held-out fraction of each branch; --predict-ratio 0.5
 	Inducing     int     // pfedgp-ip: inducing inputs per class; --num-inducing-points 100
+	// Uniform weighs the round's clients equally in the server's mean (Weighter): the
+	// official trainers divide the summed parameters by --num-client-agg
+	// (trainer.py, trainer_ip.py: params[n] = p / args.num_client_agg); false weighs them by
+	// their sample counts m_k/M, as the other algorithms.
+	Uniform bool
+	// LossScaler multiplies every client's loss (its gradient and the reported value)
+	// before the step, as the official `loss *= args.loss_scaler`; --loss-scaler 1 (its
+	// pFedGP-IP-data CIFAR-10 script passes 2). Must be > 0.
+	LossScaler float64
+	// Clip bounds the L2 norm of each client's gradient at every step, as the official
+	// clip_grad_norm_(net.parameters(), 50) before optimizer.step(); 0: no clipping.
+	Clip float64
 }
 
-// DefaultPFedGP is the official trainer's setting (experiments/heterogenous_class_dist/
+// DefaultPFedGP is the official trainer's setting (experiments/heterogeneous_class_dist/
 // trainer.py defaults; the kernel's jitter 1e-3 is the official GP model's).
 func DefaultPFedGP() PFedGPConfig {
 	return PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, Draws: 20, Steps: 5, EvalDraws: 30, EvalSteps: 5,
-		Objective: "predictive", PredictRatio: 0.5, Inducing: 100}
+		Objective: "predictive", PredictRatio: 0.5, Inducing: 100, Uniform: true, LossScaler: 1, Clip: 50}
 }
 
 // pfedgpJitter is the official GPModel's jitter_val.
@@ -184,6 +198,12 @@ func (c PFedGPConfig) Validate() error {
 	if c.Objective != "predictive" && c.Objective != "marginal" {
 		return fmt.Errorf("pfedgp: objective %q, want predictive or marginal", c.Objective)
 	}
+	if !(c.LossScaler > 0) || math.IsInf(c.LossScaler, 1) {
+		return fmt.Errorf("pfedgp: loss scaler %g, want a finite value > 0", c.LossScaler)
+	}
+	if !(c.Clip >= 0) {
+		return fmt.Errorf("pfedgp: clip %g, want >= 0 (0: none)", c.Clip)
+	}
 	if c.EvalDraws < 1 || c.EvalSteps < 0 {
 		return fmt.Errorf("pfedgp: evaluation needs at least one Gibbs chain and no negative steps, got %d, %d", c.EvalDraws, c.EvalSteps)
 	}
@@ -196,6 +216,37 @@ func (*PFedGP) Name() string { return "pfedgp" }
 
 // Personal is false: the network is shared; the GPs are rebuilt from the client's data.
 func (*PFedGP) Personal(*model.Param) bool { return false }
+
+// ClientWeights are the server's weights of the round's clients (Weighter): uniform, as
+// the official trainers' mean over --num-client-agg clients, unless Uniform is false
+// (then m_k/M).
+func (p *PFedGP) ClientWeights(sizes []int) []float64 {
+	if !p.Uniform {
+		return Weights(sizes)
+	}
+	w := make([]float64, len(sizes))
+	for i := range w {
+		w[i] = 1 / float64(len(sizes))
+	}
+	return w
+}
+
+// Optimizer is the run's SGD after clipping each client's gradient norm at Clip when set
+// (LocalOptimizer), as the official trainers clip before every step.
+func (p *PFedGP) Optimizer(_ int, c SGDConfig) Optimizer {
+	if p.Clip > 0 {
+		return &normClipped{max: p.Clip, Optimizer: NewSGD(c)}
+	}
+	return NewSGD(c)
+}
+
+// scaled is a client's loss times LossScaler (the official --loss-scaler).
+func (p *PFedGP) scaled(s *cuda.Scope, loss *cuda.Tensor) *cuda.Tensor {
+	if p.LossScaler == 1 {
+		return loss
+	}
+	return s.MulScalar(loss, p.LossScaler)
+}
 
 // HostStep is true: the loss waits for the host's GPs.
 func (*PFedGP) HostStep() bool { return true }
@@ -322,7 +373,7 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	gt := s.To(cuda.FromSlice(s, dev, g, int64(k), int64(bs), int64(bs)), dt)
 	sur := s.Sum(s.Mul(gt, p.deviceKernel(s, z)), false, 1, 2) // [K]
 	value := s.To(cuda.FromSlice(s, dev, losses), dt)
-	return s.Add(value, s.Sub(sur, s.Detach(sur)))
+	return p.scaled(s, s.Add(value, s.Sub(sur, s.Detach(sur))))
 }
 
 // Embed is the model's output, the embedding (Conditioner).

@@ -13,7 +13,7 @@ import (
 // PFedGPIP is pFedGP's inducing-point variant pFedGP-IP-data (Achituve et al., NeurIPS
 // 2021, the inducing-point model; as its official code runs it: IdanAchituve/pFedGP,
 // pFedGP/pFedGP_full_data.py pFedGPIPData, pFedGP/tree.py BinaryTreepFedGPIPData and
-// experiments/heterogenous_class_dist/trainer_ip.py --method pFedGP-data). Everything is
+// experiments/heterogeneous_class_dist/trainer_ip.py --method pFedGP-data). Everything is
 // PFedGP's (the shared embedding network, the per-client class tree, the RBF kernel on
 // L2-normalized embeddings, Pólya-Gamma Gibbs chains, Gauss–Hermite predictive) except
 // what the GPs are conditioned on:
@@ -50,8 +50,11 @@ import (
 //     same whenever a node's two branches hold as many classes (every node of a two-class
 //     client) and differs by Q otherwise.
 //   - As PFedGP: a step is one batch (the tree is the batch's classes'), the kernel's s and
-//     ℓ are fixed, no gradient clipping. The marginal objective is not offered (the official
-//     pFedGP-IP-data trains the predictive objective only).
+//     ℓ are fixed; the server's mean is uniform, the loss scaled and the gradient clipped as
+//     the official trainer_ip.py (PFedGPConfig's Uniform, LossScaler, Clip), except that the
+//     clipped norm includes X̄'s gradient (the official clips the network's alone). The
+//     marginal objective is not offered (the official pFedGP-IP-data trains the predictive
+//     objective only).
 //   - Costs: a training node of c classes runs its chains on c·Inducing inputs (D·(S+1)
 //     factorizations of that size per step, whatever the batch), and an evaluation node
 //     on its samples plus c·Inducing inputs; the full GP's costs (pfedgp.go) otherwise.
@@ -242,7 +245,7 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 	gt := s.To(cuda.FromSlice(s, dev, g, int64(k), int64(n), int64(n)), dt)
 	sur := s.Sum(s.Mul(gt, p.deviceKernel(s, all)), false, 1, 2) // [K]
 	value := s.To(cuda.FromSlice(s, dev, losses), dt)
-	return s.Add(value, s.Sub(sur, s.Detach(sur)))
+	return p.scaled(s, s.Add(value, s.Sub(sur, s.Detach(sur))))
 }
 
 // Condition fits each row's classifier to its client's embedded training samples and the

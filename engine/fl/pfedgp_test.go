@@ -1,7 +1,9 @@
 package fl
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"pfl/cuda"
@@ -277,4 +279,102 @@ func lossGrads(t *testing.T, s *cuda.Scope, m model.Model, loss *cuda.Tensor) (p
 		t.Fatal(err, s.Err())
 	}
 	return params, grads, losses
+}
+
+// TestPFedGPOfficialTrainerSettings: the official trainers' settings that pfl's SGD round
+// would otherwise not have (experiments/heterogeneous_class_dist/trainer.py and
+// trainer_ip.py): the server's uniform mean over the round's clients (Uniform), the loss
+// scaler (LossScaler) and the gradient-norm clip before every step (Clip).
+func TestPFedGPOfficialTrainerSettings(t *testing.T) {
+	t.Run("uniform mean", func(t *testing.T) {
+		st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+		cfg := Config{Rounds: 2, PerRound: 3, Epochs: 1, Batch: 12, LR: 0.05, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
+		for _, uniform := range []bool{true, false} {
+			p := smallGP()
+			p.Uniform = uniform
+			r, err := New(cfg, p, st.fed, st.train, st.test, gpConvnet(6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			met, err := r.Round(0) // not the last round: no evaluation
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes := make([]int, len(met.Clients))
+			for i, c := range met.Clients {
+				sizes[i] = len(st.fed.Part.Train[c])
+			}
+			want := Weights(sizes)
+			if uniform {
+				want = []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}
+			}
+			if slices.Equal(Weights(sizes), want) != !uniform {
+				t.Fatalf("sizes %v: the clients' sample counts cannot tell the two weightings apart", sizes)
+			}
+			for i, q := range r.global.Params().List {
+				rows := values(t, r.stacked.Params().List[i].T)
+				n := len(rows) / len(sizes)
+				mean := make([]float64, n)
+				for k, w := range want {
+					for j := range mean {
+						mean[j] += w * rows[k*n+j]
+					}
+				}
+				sameWithin(t, fmt.Sprintf("uniform %v: %s", uniform, q.Name), values(t, q.T), mean, func(int) float64 { return 1e-12 })
+			}
+			r.Close()
+		}
+	})
+	t.Run("loss scaler", func(t *testing.T) {
+		g, _ := cuda.NewGenerator(7, cuda.CPU)
+		defer g.Close()
+		st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 2, Alpha: 5, MinSize: 5, Seed: 3})
+		m, err := model.Build(model.Spec{Preset: "convnet", Image: 16, Channels: 1, Classes: 6}, 2, cuda.CPU, cuda.Float64, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		s := cuda.NewScope()
+		defer s.Close()
+		step := newGPStep(t, s, g)
+		var losses [2][]float64
+		var grads [2][]*cuda.Tensor
+		for i, scale := range []float64{1, 2} {
+			p := smallGP()
+			p.LossScaler = scale
+			if err := p.Bind(Env{Fed: st.fed, Device: cuda.CPU, DType: cuda.Float64, Seed: 1}); err != nil {
+				t.Fatal(err)
+			}
+			loss := p.Loss(s, m, step.batch, &model.Pass{Train: true, Gens: step.gens(), Mask: step.mask})
+			_, grads[i], losses[i] = lossGrads(t, s, m, loss)
+		}
+		sameWithin(t, "loss", losses[1], []float64{2 * losses[0][0], 2 * losses[0][1]}, func(int) float64 { return 0 })
+		for i := range grads[0] {
+			if grads[0][i] == nil {
+				continue
+			}
+			one := values(t, grads[0][i])
+			for j := range one {
+				one[j] *= 2
+			}
+			sameWithin(t, m.Params().List[i].Name, values(t, grads[1][i]), one, func(int) float64 { return 0 })
+		}
+	})
+	t.Run("clip", func(t *testing.T) {
+		s := cuda.NewScope()
+		defer s.Close()
+		// one client's gradient of norm 100 (60, 80): clipped to 50, then one SGD step of lr 1
+		for _, c := range []struct {
+			clip float64
+			want []float64
+		}{{50, []float64{-30, -40}}, {0, []float64{-60, -80}}} {
+			p := smallGP()
+			p.Clip = c.clip
+			opt := hooksOf(p).newOptimizer(0, SGDConfig{LR: 1})()
+			w := s.Zeros(cuda.Float64, cuda.CPU, 1, 2)
+			opt.Step(s, []*cuda.Tensor{w}, []*cuda.Tensor{cuda.FromSlice(s, cuda.CPU, []float64{60, 80}, 1, 2)}, cuda.FromSlice(s, cuda.CPU, []float32{1}))
+			sameWithin(t, fmt.Sprintf("clip %g", c.clip), values(t, w), c.want, func(int) float64 { return 1e-5 })
+			opt.Close()
+		}
+	})
 }

@@ -11,6 +11,12 @@ type PFedMeConfig struct {
 	InnerSteps int     // K, the steps that approximately solve the personal problem per batch
 	PersonalLR float64 // the personal learning rate of those steps
 	Beta       float64 // β, the server's step: w ← (1 − β) w + β · mean of the clients' w
+	// AllClients trains every client every round, and the server mixes in the configured
+	// clients per round, a sample of them (the paper's Alg. 1 and its authors' code,
+	// CharlieDinh/pFedMe serverpFedMe.py: "do update for all users not only selected
+	// users", then select_users and persionalized_aggregate_parameters); false trains only
+	// the round's sampled clients, as FedTP's code (local_train_net_pfedMe skips the others).
+	AllClients bool
 }
 
 // PFedMe is personalized FL with Moreau envelopes (Dinh, Tran and Nguyen, "Personalized
@@ -32,13 +38,27 @@ type PFedMeConfig struct {
 // runs K pFedMeOptimizer steps per batch and the local update above) and the authors'
 // code do; it carries over from batch to batch within the round.
 //
+// Who trains. By default only the round's sampled clients train, as FedTP's code runs its
+// pFedMe baseline (methods/method.py local_train_net_pfedMe skips the clients not in
+// `selected`), which FedTP's tables report; the others keep their last θ. With AllClients
+// every client trains every round and the server mixes in a sample of them, the paper's
+// Alg. 1 and its authors' code, so that every client's θ is freshly personalized when it
+// is evaluated (SampledServer).
+//
 // Deviations and choices:
-//   - The server weights the clients by their sample counts, as FedTP's code; the paper
-//     averages the sampled clients uniformly. FedTP's code leaves β out (β = 1, its
-//     default).
-//   - The outer update is the run's local optimizer at the run's learning rate with
-//     gradient λ (w − θ) (plain SGD, the paper's and FedTP's, by default; momentum and
-//     weight decay from train.* otherwise); the inner steps are plain.
+//   - The server weights the clients by their sample counts, as FedTP's code and the
+//     authors' persionalized_aggregate_parameters (user.train_samples / total_train); the
+//     paper's Alg. 1 averages the sampled clients uniformly. FedTP's code leaves β out
+//     (β = 1, its default).
+//   - The authors' code evaluates after every client trained and before the server's
+//     update; here (FedTP's protocol) after it. θ is personal and the server update does
+//     not touch it, so the evaluated θ is the same.
+//   - The outer update is a plain step at the run's learning rate, whatever train.momentum
+//     and train.weight_decay say (Optimizer): FedTP's code moves w by hand,
+//     w ← w − λ·lr·(w − θ) (methods/method.py train_net_pfedMe), as the authors' code
+//     (FLAlgorithms/users/userpFedMe.py) and the paper's Alg. 1 line 8 do, while the run's
+//     SGD settings belong to the other algorithms of a suite (FedTP's configs set momentum
+//     0.9). The inner steps are plain too (pFedMeOptimizer with --pfedMe_mu 0).
 //   - The reported training loss is f(θ; D) at the last inner step of each batch, as
 //     FedTP's code logs it.
 //   - With BatchNorm, θ's running statistics follow its K forward passes per batch; w is
@@ -78,6 +98,18 @@ func (p *PFedMe) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 	}
 	return maskedMean(s, theta.Forward(s, b.X, pass), b.Y, b.Mask)
 }
+
+// Optimizer is a plain SGD at the run's learning rate, without the run's momentum and
+// weight decay (LocalOptimizer): Step moves w with it, w ← w − lr·λ(w − θ), the official
+// codes' update by hand (see the type's comment).
+func (*PFedMe) Optimizer(_ int, run SGDConfig) Optimizer { return NewSGD(SGDConfig{LR: run.LR}) }
+
+// EveryClient is AllClients (EveryRound): every client trains every round.
+func (p *PFedMe) EveryClient() bool { return p.AllClients }
+
+// ServerSample is true (SampledServer): with AllClients, the server update still reads
+// only the configured clients per round.
+func (*PFedMe) ServerSample() bool { return true }
 
 // Batches is one (Stepper).
 func (*PFedMe) Batches() int { return 1 }

@@ -1,7 +1,9 @@
 package fl
 
 import (
+	"fmt"
 	"math/big"
+	"slices"
 	"testing"
 
 	"pfl/cuda"
@@ -32,28 +34,9 @@ func TestPFedMeStepByHand(t *testing.T) {
 
 	s := cuda.NewScope()
 	defer s.Close()
-	g, err := cuda.NewGenerator(1, cuda.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	build := func(kk int, gen *cuda.Generator) (model.Model, error) {
-		return model.NewFree("v", model.RoleFC, 0, kk, cuda.CPU, cuda.Float64, gen, dim)
-	}
 	p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: lambda, InnerSteps: inner, PersonalLR: plr, Beta: 1}}
-	m := wrapped(t, p, build, k, g)
+	m, b, quadratic := pfedmeToy(t, s, p, x, y, w0, theta0, k, n, dim)
 	wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
-	s.SetGradEnabled(false)
-	s.CopyFrom(wT, cuda.FromSlice(s, cuda.CPU, w0, k, dim))
-	s.CopyFrom(thetaT, cuda.FromSlice(s, cuda.CPU, theta0, k, dim))
-	s.SetGradEnabled(true)
-	b := Batch{X: cuda.FromSlice(s, cuda.CPU, x, k, n, dim), Y: cuda.FromSlice(s, cuda.CPU, y, k, n),
-		Mask: cuda.FromSlice(s, cuda.CPU, []float32{1, 1, 1, 1, 1, 1, 1, 1}, k, n)}
-	quadratic := func(s *cuda.Scope, fm model.Model, b Batch, _ *model.Pass) *cuda.Tensor {
-		th := part(s, fm, 1).Params().List[0].T                                        // θ [k, dim]
-		r := s.Sub(s.Sum(s.Mul(b.X, s.Unsqueeze(th, 1)), false, 2), b.Y)               // [k, n]
-		return s.DivScalar(s.Sum(s.MulScalar(s.Mul(r, r), 0.5), false, 1), float64(n)) // [k]
-	}
 	opt := NewSGD(SGDConfig{LR: eta})
 	defer opt.Close()
 	p.Step(s, StepInput{Model: m, Batches: []Batch{b}, Passes: []*model.Pass{{}}, Opt: opt,
@@ -124,6 +107,77 @@ func TestPFedMeStepByHand(t *testing.T) {
 	sameWithin(t, "w_global", values(t, global), wantG, exactly)
 }
 
+// pfedmeToy is the quadratic toy of TestPFedMeStepByHand: θ and w free vectors of dim per
+// client (k clients) set to theta0 and w0, one batch of n samples x [k, n, dim] with targets
+// y [k, n], and the loss f(θ) = ½ mean_j (x_j·θ − y_j)².
+func pfedmeToy(t *testing.T, s *cuda.Scope, p *PFedMe, x, y, w0, theta0 []float64, k, n, dim int64) (model.Model, Batch, func(*cuda.Scope, model.Model, Batch, *model.Pass) *cuda.Tensor) {
+	t.Helper()
+	g, err := cuda.NewGenerator(1, cuda.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	build := func(kk int, gen *cuda.Generator) (model.Model, error) {
+		return model.NewFree("v", model.RoleFC, 0, kk, cuda.CPU, cuda.Float64, gen, dim)
+	}
+	m := wrapped(t, p, build, int(k), g)
+	wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
+	s.SetGradEnabled(false)
+	s.CopyFrom(wT, cuda.FromSlice(s, cuda.CPU, w0, k, dim))
+	s.CopyFrom(thetaT, cuda.FromSlice(s, cuda.CPU, theta0, k, dim))
+	s.SetGradEnabled(true)
+	mask := make([]float32, k*n)
+	for i := range mask {
+		mask[i] = 1
+	}
+	b := Batch{X: cuda.FromSlice(s, cuda.CPU, x, k, n, dim), Y: cuda.FromSlice(s, cuda.CPU, y, k, n),
+		Mask: cuda.FromSlice(s, cuda.CPU, mask, k, n)}
+	quadratic := func(s *cuda.Scope, fm model.Model, b Batch, _ *model.Pass) *cuda.Tensor {
+		th := part(s, fm, 1).Params().List[0].T                                        // θ [k, dim]
+		r := s.Sub(s.Sum(s.Mul(b.X, s.Unsqueeze(th, 1)), false, 2), b.Y)               // [k, n]
+		return s.DivScalar(s.Sum(s.MulScalar(s.Mul(r, r), 0.5), false, 1), float64(n)) // [k]
+	}
+	return m, b, quadratic
+}
+
+// TestPFedMeOuterStepIsPlain: the local model's step is w ← w − lr·λ(w − θ) whatever the
+// run's momentum and weight decay (FedTP's train_net_pfedMe and the authors' userpFedMe
+// move w by hand), through the optimizer the run makes for pFedMe's phase (hooks), over
+// three steps (momentum would show from the second, weight decay from the first).
+func TestPFedMeOuterStepIsPlain(t *testing.T) {
+	const k, n, dim = 2, 4, 3
+	x := []float64{1, 0, -1, 2, 1, 0, 0, -1, 1, -2, 1, 1, 0, 2, 1, 1, -1, 0, 1, 1, 1, 0, 0, -2}
+	y := []float64{1, -2, 0, 3, -1, 2, 1, 0}
+	for _, run := range []SGDConfig{
+		{LR: 0.25},
+		{LR: 0.25, Momentum: 0.9},
+		{LR: 0.25, WeightDecay: 0.5},
+		{LR: 0.25, Momentum: 0.9, WeightDecay: 1e-3},
+	} {
+		s := cuda.NewScope()
+		p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 2, InnerSteps: 3, PersonalLR: 0.125, Beta: 1}}
+		m, b, quadratic := pfedmeToy(t, s, p, x, y, []float64{-0.25, 0.5, 0, 1, 0.25, -0.5}, []float64{0.25, -0.5, 0.75, 0, 0.5, -0.25}, k, n, dim)
+		wT, thetaT := part(s, m, 0).Params().List[0].T, part(s, m, 1).Params().List[0].T
+		opt := hooksOf(p).newOptimizer(0, run)()
+		for step := range 3 {
+			before := values(t, wT)
+			p.Step(s, StepInput{Model: m, Batches: []Batch{b}, Passes: []*model.Pass{{}}, Opt: opt,
+				Active: cuda.FromSlice(s, cuda.CPU, []float32{1, 1}), Loss: quadratic})
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			theta := values(t, thetaT)
+			want := make([]float64, len(before))
+			for i, w := range before {
+				want[i] = w - run.LR*p.Lambda*(w-theta[i])
+			}
+			sameWithin(t, fmt.Sprintf("run %+v, step %d: w", run, step), values(t, wT), want, func(int) float64 { return 1e-12 })
+		}
+		opt.Close()
+		s.Close()
+	}
+}
+
 // TestPFedMeStartsFromTheGlobalModel: Start makes θ a copy of the prepared w, BatchNorm
 // statistics included.
 func TestPFedMeStartsFromTheGlobalModel(t *testing.T) {
@@ -156,5 +210,90 @@ func TestPFedMeStackedEqualsSequential(t *testing.T) {
 		Seed: 11, Device: cuda.CPU, DType: cuda.Float64, EvalEvery: 1}
 	checkStackedEqualsSequential(t, st, cfg, func() Strategy {
 		return &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 3, PersonalLR: 0.01, Beta: 0.8}}
+	}, build64(true))
+}
+
+// TestPFedMeSchedules: who trains and whom the server reads. With the default (FedTP's code)
+// only the round's sampled clients train and only their θ change; with AllClients (the
+// pFedMe paper's Alg. 1 and its authors' code) every client trains every round, every θ
+// changes, and the server's mean reads only the clients the same seed samples, weighted by
+// their sample counts, so its global model equals the default schedule's.
+func TestPFedMeSchedules(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
+	cfg := Config{Rounds: 2, PerRound: 2, Epochs: 1, Batch: 8, LR: 0.05, Seed: 11, Device: cuda.CPU, DType: cuda.Float64}
+	globals := map[bool][][]float64{}
+	for _, all := range []bool{false, true} {
+		p := &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: 0.01, Beta: 1, AllClients: all}}
+		r, err := New(cfg, p, st.fed, st.train, st.test, build64(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		before := map[int][]float64{} // parameter index -> the store's rows (θ)
+		for i, rows := range r.store {
+			if rows != nil {
+				before[i] = values(t, rows)
+			}
+		}
+		met, err := r.Round(0) // not the last round: no evaluation
+		if err != nil {
+			t.Fatal(err)
+		}
+		sampled := r.sampleN(0, 2)
+		want := sampled
+		if all {
+			want = []int{0, 1, 2, 3, 4, 5}
+		}
+		if !slices.Equal(met.Clients, want) {
+			t.Fatalf("all clients %v: clients %v trained, want %v", all, met.Clients, want)
+		}
+		if got := r.serverClients(0, met.Clients); !slices.Equal(got, sampled) {
+			t.Fatalf("all clients %v: the server reads %v, want the sample %v", all, got, sampled)
+		}
+		// every trained client's θ rows moved, the others' did not
+		for i, old := range before {
+			rows := values(t, r.store[i])
+			n := len(rows) / 6
+			for c := range 6 {
+				moved := !slices.Equal(rows[c*n:(c+1)*n], old[c*n:(c+1)*n])
+				if moved != slices.Contains(want, c) {
+					t.Errorf("all clients %v: %s of client %d moved %v", all, r.global.Params().List[i].Name, c, moved)
+				}
+			}
+		}
+		// the server's mean reads the sampled clients' w only: Σ_{k ∈ S} (m_k/M_S) w_k
+		var sizes []int
+		for _, c := range sampled {
+			sizes = append(sizes, len(st.fed.Part.Train[c]))
+		}
+		w := Weights(sizes)
+		for i, q := range r.global.Params().List {
+			if r.personal[i] {
+				continue
+			}
+			g := values(t, q.T)
+			globals[all] = append(globals[all], g)
+			rows := values(t, r.stacked.Params().List[i].T)
+			n := len(g)
+			mean := make([]float64, n)
+			for j, c := range sampled {
+				k := slices.Index(met.Clients, c) // c's row in the stacked model
+				for e := range mean {
+					mean[e] += w[j] * rows[k*n+e]
+				}
+			}
+			sameWithin(t, fmt.Sprintf("all clients %v: %s", all, q.Name), g, mean, func(int) float64 { return 1e-12 })
+		}
+	}
+	for i := range globals[false] {
+		sameWithin(t, "the global model, all clients against sampled", globals[true][i], globals[false][i], func(int) float64 { return 1e-10 })
+	}
+}
+
+func TestPFedMeAllClientsStackedEqualsSequential(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	cfg := Config{Rounds: 2, PerRound: 2, Epochs: 1, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU, DType: cuda.Float64, EvalEvery: 1}
+	checkStackedEqualsSequential(t, st, cfg, func() Strategy {
+		return &PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: 0.01, Beta: 0.8, AllClients: true}}
 	}, build64(true))
 }

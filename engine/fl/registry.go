@@ -17,6 +17,7 @@ type Options struct {
 	Generate     []model.Role    // FedTP, TransFed: the generated roles; nil: the algorithm's
 	Hyper        hyper.Config    // FedTP, TransFed, pFedHN: the hypernetwork and its optimizer (zero sizes: the algorithm's)
 	KNN          KNN             // FedTP+KNN: the neighbours' vote
+	FedRep       FedRepConfig    // FedRep's body epochs per round
 	Ditto        DittoConfig     // Ditto's λ
 	APFL         APFLConfig      // APFL's initial mixing weight α
 	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
@@ -58,7 +59,7 @@ var registry = []Algorithm{
 	}},
 	{"fedper", "the head stays with its client; the rest is averaged", "Arivazhagan et al., 2019, §3", func(Options) Strategy { return FedPer() }},
 	{"fedbn", "normalization layers and their statistics stay local", "Li et al., ICLR 2021, Alg. 1", func(Options) Strategy { return FedBN() }},
-	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(Options) Strategy { return FedRep{} }},
+	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(o Options) Strategy { return FedRep{o.FedRep} }},
 	{"fedbabu", "the head stays at its initialization; fine-tuned before evaluation", "Oh et al., ICLR 2022, §3", func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
 	{"vanilla-t", "attention Q/K/V stay local, everything else is averaged", "FedTP §III-B, Table II \"Vanilla Personalized-T\"", func(Options) Strategy { return VanillaPersonalizedT() }},
 	{"vanilla-attn", "all attention layers and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", func(Options) Strategy { return VanillaAttention() }},
@@ -93,7 +94,7 @@ var registry = []Algorithm{
 	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
 	{"pfedgp", "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }},
 	{"pfedgp-ip", "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", "Achituve et al., NeurIPS 2021, pFedGP-IP-data", func(o Options) Strategy { return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: o.PFedGP}} }},
-	{"transfed", "a server hypernetwork generates each client's focal-modulation projection f (FocalNet)", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
+	{"transfed", "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
 	{"pfedhn", "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", "Shamsian et al., ICML 2021, §3, Alg. 1", func(o Options) Strategy { return pFedHN(o) }},
 	{"vanilla-c-t", "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", "TransFed §3.2, Table 2 \"Vanilla-T\"", func(Options) Strategy { return VanillaCustomizedT() }},
 }

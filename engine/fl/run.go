@@ -25,6 +25,7 @@ type Run struct {
 	fed         *data.Federated
 	train, test data.Samples
 	trainable   []int // clients that may be sampled (all but the novel ones)
+	serverK     int   // a SampledServer's clients per server update (the configured PerRound)
 
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
@@ -80,6 +81,7 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 		return nil, err
 	}
 	if r.hooks.every {
+		r.serverK = cfg.PerRound
 		cfg.PerRound = len(r.trainable)
 		r.cfg = cfg
 	}
@@ -207,9 +209,22 @@ func (r *Run) Close() error {
 }
 
 // sample draws the round's clients from the round's own stream, sorted.
-func (r *Run) sample(round int) []int {
+func (r *Run) sample(round int) []int { return r.sampleN(round, r.cfg.PerRound) }
+
+// serverClients are the clients whose trained values the round's server update reads: the
+// round's trained clients, or a SampledServer's sample of them (the clients the same seed
+// samples for an algorithm that trains only those).
+func (r *Run) serverClients(round int, trained []int) []int {
+	if !r.hooks.sampled {
+		return trained
+	}
+	return r.sampleN(round, r.serverK)
+}
+
+// sampleN draws n clients from the round's sampling stream, sorted.
+func (r *Run) sampleN(round, n int) []int {
 	g := rng.New(rng.Key{Seed: r.cfg.Seed, Purpose: "sample", Round: round, Client: -1})
-	perm := g.Perm(len(r.trainable))[:r.cfg.PerRound]
+	perm := g.Perm(len(r.trainable))[:n]
 	ids := make([]int, len(perm))
 	for i, j := range perm {
 		ids[i] = r.trainable[j]
@@ -326,35 +341,32 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 
 	last := round == r.cfg.Rounds-1
 	due := last || (r.cfg.EvalEvery > 0 && (round+1)%r.cfg.EvalEvery == 0)
-	var pre *EvalResult
 	if due && r.cfg.Protocol == EvalFedPerfix {
 		t2 := time.Now()
-		res := newEvalResult(len(r.fed.Part.Test))
-		if err := r.evaluateTrained(&res, local); err != nil {
+		ev, err := r.evaluateBeforeAggregation(local, met.Clients)
+		if err != nil {
 			return met, err
 		}
-		if err := r.gatherEval(&res, local, met.Clients); err != nil {
-			return met, err
-		}
-		pre = &res
+		met.Eval = &ev
 		met.Time.Eval = time.Since(t2)
+		r.phaseDone()
 	}
 
 	t1 := time.Now()
-	if err := r.aggregate(s, met.Clients, generated); err != nil {
+	if err := r.aggregate(s, met.Clients, r.serverClients(round, met.Clients), generated); err != nil {
 		return met, err
 	}
 	met.Time.Aggregate = time.Since(t1)
 	r.phaseDone()
 
-	if due {
+	if due && r.cfg.Protocol != EvalFedPerfix {
 		t2 := time.Now()
-		ev, err := r.evaluateRound(pre, met.Clients)
+		ev, err := r.Evaluate()
 		if err != nil {
 			return met, err
 		}
 		met.Eval = &ev
-		met.Time.Eval += time.Since(t2)
+		met.Time.Eval = time.Since(t2)
 		r.phaseDone()
 	}
 	r.History = append(r.History, met)
@@ -416,20 +428,27 @@ func (r *Run) onStream() (done func(), err error) {
 	}, nil
 }
 
-// aggregate averages the shared parameters over the round's clients (weights m_k/M) into
-// the global model, writes the personal rows back to the store, and lets a generative
-// strategy learn from the generated parameters' change.
+// aggregate averages the shared parameters over the round's clients ids (weights m_k/M, or
+// the strategy's: Weighter; a client of ids outside server, the clients the server update
+// reads, weighs 0) into the global model, writes the personal rows back to the store, and
+// lets a generative strategy learn from the generated parameters' change.
 //
 // Across processes (dist.go) the stacked model holds this rank's share of ids; the
 // weights stay those of the whole round, the sums over clients are all-reduced, and the
 // personal rows of every trained client reach every rank's store.
-func (r *Run) aggregate(s *cuda.Scope, ids []int, generated []*cuda.Tensor) error {
-	sizes := make([]int, len(ids))
+func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tensor) error {
+	var sizes, at []int // the server's clients' sample counts and positions in ids
 	for i, c := range ids {
-		sizes[i] = len(r.fed.Part.Train[c])
+		if slices.Contains(server, c) {
+			sizes, at = append(sizes, len(r.fed.Part.Train[c])), append(at, i)
+		}
+	}
+	weights := make([]float64, len(ids))
+	for j, v := range r.hooks.weights(sizes) {
+		weights[at[j]] = v
 	}
 	local, lo := r.localShare(ids)
-	w := cuda.FromSlice(s, r.cfg.Device, Weights(sizes)[lo:lo+len(local)])
+	w := cuda.FromSlice(s, r.cfg.Device, weights[lo:lo+len(local)])
 	if r.hooks.gen != nil {
 		trained := make([]*cuda.Tensor, len(r.genIdx))
 		for j, i := range r.genIdx {

@@ -19,7 +19,8 @@
 //     client), generated (Generative.Generated: made by the server for each client), or
 //     shared (averaged).
 //
-// Each round (Run.Round), for the K sampled clients (EveryRound: all of them):
+// Each round (Run.Round), for the K sampled clients (EveryRound: all of them; a
+// SampledServer's server update then reads K of them):
 //  1. Prepare: the stacked model's row k becomes client k's model: the global shared
 //     values, the client's personal rows, and Generative.Generate's parameters.
 //  2. Local training: first Starter.Start may change the prepared rows (pFedMe: the
@@ -36,9 +37,10 @@
 //     runs eagerly.
 //  3. Server update: Generative.Learn updates the generator from the generated
 //     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
-//     global model (default: the weighted mean Σ_k (m_k/M) θ_k); the personal rows go back
-//     to each client's store.
-//  4. Evaluation, when due, of every client in stacked chunks: prepared as in 1, fine-tuned
+//     global model (default: the weighted mean Σ_k (m_k/M) θ_k; Weighter: other weights);
+//     the personal rows go back to each client's store.
+//  4. Evaluation, when due (EvalFedPerfix: before step 3), of every client in stacked
+//     chunks: prepared as in 1 (EvalFedPerfix: a trained client as it trained), fine-tuned
 //     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
 //     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
 //     Predictor.Predict gives the logits (default: the model's forward; a Memorizer mixes in
@@ -134,6 +136,16 @@ type Aggregator interface {
 	Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error
 }
 
+// Weighter is a Strategy whose server weighs the round's clients otherwise than by their
+// sample counts m_k/M (pFedGP: its official trainers average the clients uniformly).
+// ClientWeights returns the weights of clients holding sizes training samples, in order,
+// summing to 1; they replace m_k/M everywhere the server update reads the clients'
+// weights (Aggregator, Generative.Learn).
+type Weighter interface {
+	Strategy
+	ClientWeights(sizes []int) []float64
+}
+
 // Predictor is a Strategy whose clients predict otherwise than with their model's forward
 // pass (APFL's mixture, Ditto's personal model, a GP classifier): logits [K, B, classes]
 // for inputs x [K, B, ...] with m's rows prepared for the clients.
@@ -177,6 +189,16 @@ type HostStep interface {
 type EveryRound interface {
 	Strategy
 	EveryClient() bool
+}
+
+// SampledServer is an EveryRound strategy whose server update reads only a sample of the
+// clients that trained: the configured clients per round (Config.PerRound), drawn from the
+// round's sampling stream as every other algorithm's clients are (pFedMe's Alg. 1 and its
+// authors' serverpFedMe.py: every client trains every round, the server aggregates a
+// random subset of them). The other clients' trained personal rows are kept.
+type SampledServer interface {
+	EveryRound
+	ServerSample() bool
 }
 
 // allParams trains every parameter.

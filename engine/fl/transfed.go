@@ -19,18 +19,22 @@ import (
 // hypernetwork's SGD step: FedTP's machinery (FedTP, engine/hyper) throughout.
 //
 // What the paper leaves open, pfl chooses:
-//   - What is generated. The paper generates P = [P^Q, P^K, P^V], "client-specific
-//     queries, keys and values". A focal-modulation layer has no keys or values: its input
-//     projection f (role focal_f, Linear C → 2C + L + 1, weight and bias) gives the query,
-//     the context and the L + 1 gates, so TransFed generates every block's f by default.
-//     Roles (algorithm.generate) lists other parts instead or as well: focal_h (the
-//     modulator's 1×1 convolution), focal_proj (the output projection), focal_ctx (the
-//     depthwise context convolutions), or the other components of the paper's Table 3
-//     (mlp, norm). Measured on a small FocalNet (configs/transfed-generated-fmnist.yaml):
+//   - What is generated: every block's focal-modulation layer, f (role focal_f, Linear
+//     C → 2C + L + 1: the query, the context and the L + 1 gates), the depthwise context
+//     convolutions (focal_ctx), the modulator h (focal_h, a 1×1 convolution) and the output
+//     projection proj (focal_proj): exactly what Vanilla customized-T (vanilla-c-t) keeps
+//     local. The paper compares the two ways of tailoring the same layers (§3.2 keeps "local
+//     focal modulation", §3.3 generates it; Table 3's row "Focal Modulation", §4.2.4's
+//     "TransFed and Vanilla customized-T" differ only by the hypernetwork), so TransFed
+//     generates what Vanilla-T keeps. Its text also speaks of "client-specific queries,
+//     keys and values" and P = [P^Q, P^K, P^V] (§3.3), FedTP's wording: a focal-modulation
+//     layer has no keys or values, and f alone is the layer's projection to queries;
+//     algorithm.generate: [focal_f] generates f alone (partial with local_roles [focal_f]
+//     is its vanilla counterpart), and lists other parts of the paper's Table 3 (mlp, norm,
+//     encoder). Measured on a small FocalNet (configs/transfed-generated-fmnist.yaml):
 //     generating f alone matched FedAvg-T for 300 rounds, because with FocalNet's
 //     initialization the modulation branch's output, and so f's gradient, is tiny;
-//     generating the whole layer (generate: [focal], Table 3's "Focal Modulation" row)
-//     personalized.
+//     generating the whole layer personalized.
 //   - The hypernetwork. The paper's is "simple fully connected layers, where each
 //     transformer block's last layer is unique"; pfl uses FedTP's: a client embedding
 //     128 wide (the paper's novel-client study uses 32: algorithm.hyper.embed), a trunk of
@@ -39,9 +43,9 @@ import (
 //   - Head sizes. Full heads (Linear(hidden → out·in)) while they hold at most 2^28
 //     parameters, else low-rank heads of rank 32, W = W0 + U V (hyper.RankAuto; the
 //     authors' follow-up names "low-rank hypernetwork conditioning", pfl defines it in
-//     hyper.Config.Rank). The 32×32 FocalNet's f heads hold 40 M parameters and stay full;
-//     FocalNet-T's would hold 655 M and are low-rank. algorithm.hyper.rank sets the rank
-//     (0: full heads).
+//     hyper.Config.Rank). The 32×32 FocalNet's focal-modulation heads hold 85 M
+//     parameters (its f heads alone 40 M) and stay full; FocalNet-T's f heads alone would
+//     hold 655 M and are low-rank. algorithm.hyper.rank sets the rank (0: full heads).
 //   - The hypernetwork's optimizer. Algorithm 1 writes plain gradient steps with rate β
 //     (0.01 in §4.1.3); pfl uses FedTP's: SGD at β (algorithm.hyper.lr, default train.lr),
 //     momentum 0.9 and weight decay 1e-3, as FedTP's official code.
@@ -53,18 +57,17 @@ type TransFed struct {
 	FedTP
 }
 
-// transFedRoles is what TransFed generates by default: every block's f.
-var transFedRoles = []model.Role{model.RoleFocalF}
-
-// focalRoles are the parameters of a focal-modulation layer.
+// focalRoles are the parameters of a focal-modulation layer: what TransFed generates by
+// default and Vanilla customized-T keeps local.
 var focalRoles = []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
 
-// transFed is the registry's TransFed: algorithm.generate's roles (default focal_f) and
-// algorithm.hyper's sizes, with the rank RankAuto unless set.
+// transFed is the registry's TransFed: algorithm.generate's roles (default the whole
+// focal-modulation layer, focalRoles) and algorithm.hyper's sizes, with the rank RankAuto
+// unless set.
 func transFed(o Options) *TransFed {
 	t := &TransFed{FedTP{Roles: o.Generate, Hyper: o.Hyper}}
 	if len(t.Roles) == 0 {
-		t.Roles = slices.Clone(transFedRoles)
+		t.Roles = slices.Clone(focalRoles)
 	}
 	switch {
 	case o.Rank != nil:
@@ -132,9 +135,10 @@ func focalPresets() string {
 // VanillaCustomizedT keeps every block's focal modulation (f, the context convolutions, h
 // and proj) with its client and averages everything else: TransFed's "Vanilla customized-T"
 // (§3.2, Eq. 3–5; Table 2's "Vanilla-T"), which "retained local focal modulation while
-// utilizing FedAvg for server-side aggregation of other parameters". §4.2.4 describes it
-// as keeping the projections P_i local; that narrower split (f only, what TransFed
-// generates) is algorithm partial with local_roles [focal_f].
+// utilizing FedAvg for server-side aggregation of other parameters": the parameters
+// TransFed generates by default. §4.2.4 describes it as keeping the projections P_i local;
+// the split of f alone (what TransFed generates with algorithm.generate [focal_f]) is
+// algorithm partial with local_roles [focal_f].
 func VanillaCustomizedT() Strategy {
 	return focalRoleSet{roleSet{name: "vanilla-c-t", roles: slices.Clone(focalRoles)}}
 }

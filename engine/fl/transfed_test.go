@@ -83,7 +83,7 @@ func TestTransFedServerUpdateIsTheWeightedJacobianProduct(t *testing.T) {
 	cfg := Config{Rounds: 1, PerRound: 3, Epochs: 1, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 7, Device: cuda.CPU, DType: cuda.Float64}
 	for _, rank := range []int64{0, 2} {
 		t.Run(map[int64]string{0: "full", 2: "rank-2"}[rank], func(t *testing.T) {
-			rec := &recordedTransFed{TransFed: transFed(Options{Rank: rankOf(rank),
+			rec := &recordedTransFed{TransFed: transFed(Options{Rank: rankOf(rank), Generate: []model.Role{model.RoleFocalF},
 				Hyper: hyper.Config{Embed: 3, Hidden: 4, Layers: 2, LR: 1, Momentum: -1, WeightDecay: -1}})}
 			r, err := New(cfg, rec, st.fed, st.train, st.test, tinyFocal)
 			if err != nil {
@@ -124,10 +124,9 @@ func TestTransFedStackedEqualsSequential(t *testing.T) {
 		strat func() Strategy
 	}{
 		{"transfed", func() Strategy { return transFed(Options{Hyper: small}) }},
-		{"transfed-rank-3", func() Strategy { return transFed(Options{Hyper: small, Rank: rankOf(3)}) }},
-		{"transfed-focal", func() Strategy {
-			return transFed(Options{Hyper: small, Rank: rankOf(2),
-				Generate: []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}})
+		{"transfed-rank-2", func() Strategy { return transFed(Options{Hyper: small, Rank: rankOf(2)}) }},
+		{"transfed-f-rank-3", func() Strategy {
+			return transFed(Options{Hyper: small, Rank: rankOf(3), Generate: []model.Role{model.RoleFocalF}})
 		}},
 		{"vanilla-c-t", VanillaCustomizedT},
 	} {
@@ -135,9 +134,11 @@ func TestTransFedStackedEqualsSequential(t *testing.T) {
 	}
 }
 
-// TestTransFedDefaults: the registry's transfed generates focal_f with automatically sized
-// heads unless algorithm.generate and algorithm.hyper.rank say otherwise; fedtp keeps
-// attn_qkv and full heads; vanilla-c-t keeps exactly the focal-modulation roles local.
+// TestTransFedDefaults: the registry's transfed generates the whole focal-modulation layer
+// (f, context convolutions, h, proj) with automatically sized heads unless
+// algorithm.generate and algorithm.hyper.rank say otherwise; fedtp keeps attn_qkv and full
+// heads; vanilla-c-t keeps exactly the focal-modulation roles local, the parameters the
+// default transfed generates.
 func TestTransFedDefaults(t *testing.T) {
 	tf := func(o Options) *TransFed {
 		a, err := LookupAlgorithm("transfed")
@@ -146,7 +147,8 @@ func TestTransFedDefaults(t *testing.T) {
 		}
 		return a.New(o).(*TransFed)
 	}
-	if d := tf(Options{}); !slices.Equal(d.Roles, []model.Role{model.RoleFocalF}) || d.Hyper.Rank != hyper.RankAuto || d.Name() != "transfed" {
+	focal := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
+	if d := tf(Options{}); !slices.Equal(d.Roles, focal) || d.Hyper.Rank != hyper.RankAuto || d.Name() != "transfed" {
 		t.Errorf("transfed defaults: roles %v, rank %d, name %s", d.Roles, d.Hyper.Rank, d.Name())
 	}
 	if d := tf(Options{Generate: []model.Role{model.RoleFocalH}, Rank: rankOf(0)}); !slices.Equal(d.Roles, []model.Role{model.RoleFocalH}) || d.Hyper.Rank != 0 {
@@ -160,8 +162,10 @@ func TestTransFedDefaults(t *testing.T) {
 		t.Errorf("fedtp with rank 8: %d", f.Hyper.Rank)
 	}
 
-	// head sizes: focalnet-cifar's f heads stay full (8 blocks × 33,411 outputs × 151);
-	// FocalNet-T's 4,335,204 f outputs would need 654.6 M full-head parameters: rank 32
+	// head sizes: focalnet-cifar's focal-modulation heads stay full (8 blocks × 151 ×
+	// (f 128·259 + 259, context convolutions 128·9 + 128·25, h and proj 128·128 + 128));
+	// FocalNet-T's 4,335,204 f outputs alone would need 654.6 M full-head parameters: rank 32
+	onlyF := []model.Role{model.RoleFocalF}
 	heads := func(preset string, o Options) float64 {
 		m, err := model.Build(model.Spec{Preset: preset}, 1, cuda.CPU, cuda.Float32, nil)
 		if err != nil {
@@ -171,10 +175,13 @@ func TestTransFedDefaults(t *testing.T) {
 		return tf(o).HyperParams(m, 100)
 	}
 	const embTrunk = 100*128 + (128+1)*150 + 3*(150+1)*150
-	if got, want := heads("focalnet-cifar", Options{}), float64(embTrunk+151*8*(128*259+259)); got != want {
+	if got, want := heads("focalnet-cifar", Options{}), float64(embTrunk+151*8*((128*259+259)+(128*9+128*25)+2*(128*128+128))); got != want {
 		t.Errorf("focalnet-cifar: %g hypernetwork parameters, want %g (full heads)", got, want)
 	}
-	if got, want := heads("focalnet-t-srf", Options{Rank: rankOf(0)}), float64(embTrunk+151*4335204); got != want {
+	if got, want := heads("focalnet-cifar", Options{Generate: onlyF}), float64(embTrunk+151*8*(128*259+259)); got != want {
+		t.Errorf("focalnet-cifar, f alone: %g hypernetwork parameters, want %g (full heads)", got, want)
+	}
+	if got, want := heads("focalnet-t-srf", Options{Rank: rankOf(0), Generate: onlyF}), float64(embTrunk+151*4335204); got != want {
 		t.Errorf("focalnet-t-srf, rank 0: %g hypernetwork parameters, want %g", got, want)
 	}
 	auto, r32 := heads("focalnet-t-srf", Options{}), heads("focalnet-t-srf", Options{Rank: rankOf(32)})
@@ -184,12 +191,15 @@ func TestTransFedDefaults(t *testing.T) {
 	t.Logf("focalnet-t-srf: %.0f hypernetwork parameters at rank 32", auto)
 
 	vit, _ := model.Build(model.Spec{Preset: "tiny-vit", Depth: 2}, 1, cuda.CPU, cuda.Float32, nil)
-	focal, _ := model.Build(model.Spec{Preset: "focalnet-cifar", Depth: 1}, 1, cuda.CPU, cuda.Float32, nil)
+	focalNet, _ := model.Build(model.Spec{Preset: "focalnet-cifar", Depth: 1}, 1, cuda.CPU, cuda.Float32, nil)
 	defer vit.Close()
-	defer focal.Close()
-	v := VanillaCustomizedT()
+	defer focalNet.Close()
+	v, d := VanillaCustomizedT(), tf(Options{})
 	personal := 0
-	for _, p := range focal.Params().List {
+	for _, p := range focalNet.Params().List {
+		if d.Generated(p) != v.Personal(p) {
+			t.Errorf("%s: transfed generates it %v, vanilla-c-t keeps it local %v", p.Name, d.Generated(p), v.Personal(p))
+		}
 		want := p.Role == model.RoleFocalF || p.Role == model.RoleFocalCtx || p.Role == model.RoleFocalH || p.Role == model.RoleFocalProj
 		if v.Personal(p) != want {
 			t.Errorf("vanilla-c-t: %s personal %v", p.Name, !want)
