@@ -90,6 +90,12 @@ func joinGroup(ctx context.Context, cfg experiment.Config) (context.Context, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("device: %w", err)
 	}
+	if dev.IsCUDA() {
+		// each rank on CUDA takes GPU LOCAL_RANK: a rank beyond the GPUs has none
+		if n, err := cuda.CUDADeviceCount(); err == nil && n > 0 && env.LocalRank >= n {
+			return nil, nil, fmt.Errorf("LOCAL_RANK %d: %d GPU(s) visible, one per rank on CUDA; start at most %d ranks (pfl launch -n %d)", env.LocalRank, n, n, n)
+		}
+	}
 	g, err := env.Join(env.Device(dev))
 	if err != nil {
 		return nil, nil, err
