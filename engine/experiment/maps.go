@@ -200,7 +200,7 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 		return nil, err
 	}
 	defer se.close()
-	if err := restore(dir, cfg, se.run); err != nil {
+	if _, err := restore(dir, cfg, se.run); err != nil {
 		return nil, err
 	}
 	fed := se.run.Federated()

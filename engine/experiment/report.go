@@ -371,7 +371,7 @@ func timeSplit(r *runData) []keyValue {
 	out := []keyValue{{"rounds recorded", fmt.Sprint(len(r.lines))}, {"data", sec(d)}, {"train", sec(t)},
 		{"aggregate", sec(a)}, {"eval", sec(e)}, {"sum of the rounds", sec(d + t + a + e)}}
 	if r.summary != nil {
-		out = append(out, keyValue{"wall (the last process)", sec(r.summary.WallSeconds)},
+		out = append(out, keyValue{"wall (every segment of a resumed run)", sec(r.summary.WallSeconds)},
 			keyValue{"samples/s", fmt.Sprintf("%.0f", r.summary.SamplesPerSec)})
 	}
 	return out

@@ -52,7 +52,10 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 		unlock()
 		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
-	err = os.RemoveAll(dir)
+	err = replaceable(dir)
+	if err == nil {
+		err = os.RemoveAll(dir)
+	}
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
 	}
