@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +107,8 @@ func TestHostileInputIsHandled(t *testing.T) {
 			}
 		}, []string{"train", "--resume", filepath.Join(tmp, "seg"), "--set", "train.rounds=3"}, 0, "resumed",
 			func(t *testing.T, _ string) { wholeTime(t, filepath.Join(tmp, "seg")) }},
+		{"a deep, narrow model beyond memory", nil, with("--set", "name=a", "--set", "model.preset=tiny-vit", "--set", "model.depth=100000",
+			"--set", "model.dim=8", "--set", "model.heads=1", "--set", "model.head_dim=8", "--set", "model.mlp=8"), 1, "model.depth", noRunAt(filepath.Join(tmp, "a"))},
 		{"a run that diverges", nil, with("--set", "name=nan", "--set", "train.lr=1e6", "--set", "train.rounds=4"), 1, "not finite",
 			func(t *testing.T, _ string) {
 				var s struct {
@@ -243,4 +246,95 @@ func wholeTime(t *testing.T, dir string) {
 	if got := s.SPS * s.Wall; got < 0.999*samples || got > 1.001*samples {
 		t.Fatalf("samples_per_sec %g × wall_seconds %g = %g samples, want all %g", s.SPS, s.Wall, got, samples)
 	}
+}
+
+// noRunAt fails a check when the refused run left dir behind.
+func noRunAt(dir string) func(t *testing.T, out string) {
+	return func(t *testing.T, _ string) {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("the refused run left %s behind (%v)", dir, err)
+		}
+	}
+}
+
+// TestActivationsBeyondTheAddressSpaceAreRefused runs a model whose training steps cannot
+// fit under ulimit -v (785 tokens: 112-pixel images in 4-pixel patches) and
+// wants it refused before its directory is created, naming the limit and the keys, from
+// probes of a sample or two (the whole batch is never tried).
+func TestActivationsBeyondTheAddressSpaceAreRefused(t *testing.T) {
+	tmp := t.TempDir()
+	args := []string{"train", "-c", filepath.Join(wd(t), "../../configs/quickstart-fmnist.yaml"), "--set", "data.dataset=synthetic:300",
+		"--set", "data.clients=4", "--set", "train.rounds=1", "--set", "train.participation=0.5", "--set", "out=" + tmp,
+		"--set", "name=big", "--set", "model.preset=tiny-vit", "--set", "data.image_size=112"}
+	cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec "$0" "$@"`, os.Args[0]}, args...)...)
+	cmd.Env = childEnvironment(t)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("pfl died of %v:\n%s", ws.Signal(), out)
+	}
+	text := string(out)
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(text, "ulimit -v") || !strings.Contains(text, "train.batch") ||
+		!strings.Contains(text, "data.image_size") || strings.Contains(text, "panic:") {
+		t.Fatalf("exit %d; want 1 and a refusal naming ulimit -v, train.batch and data.image_size:\n%s", cmd.ProcessState.ExitCode(), text)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "big")); !os.IsNotExist(err) {
+		t.Fatalf("the refused run left its directory (%v)", err)
+	}
+}
+
+// TestSignalDuringSetUpStopsIt sends SIGTERM while a deep model is being built (thousands
+// of small parameters in each of the run's copies take seconds) and wants the set-up to
+// stop within seconds, saying so, with no run directory created.
+func TestSignalDuringSetUpStopsIt(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "train", "-c", filepath.Join(wd(t), "../../configs/quickstart-fmnist.yaml"),
+		"--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=1", "--set", "train.participation=0.5",
+		"--set", "out="+tmp, "--set", "name=deep", "--set", "model.preset=tiny-vit", "--set", "model.depth=5000", "--set", "model.dim=8",
+		"--set", "model.heads=1", "--set", "model.head_dim=8", "--set", "model.mlp=8", "--set", "train.batch=4")
+	cmd.Env = childEnvironment(t)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// the run takes its lock before the set-up: from then on it is setting up
+	lock := filepath.Join(tmp, ".deep.lock")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(lock); err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lock in a minute:\n%s", out.String())
+		}
+	}
+	// into the models' construction, which takes several seconds from about a second on
+	// (engine/fl's TestNewStopsBetweenModels checks each model's turn exactly)
+	time.Sleep(2500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("set-up still running 30 s after SIGTERM:\n%s", out.String())
+	}
+	took := time.Since(signalled)
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(out.String(), "interrupted while") {
+		t.Fatalf("exit %d after SIGTERM during set-up; want 1 and an interruption:\n%s", cmd.ProcessState.ExitCode(), out.String())
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "deep")); !os.IsNotExist(err) {
+		t.Fatalf("the stopped set-up created the run's directory (%v):\n%s", err, out.String())
+	}
+	if took > 10*time.Second {
+		t.Fatalf("set-up stopped %v after SIGTERM, want seconds:\n%s", took, out.String())
+	}
+	t.Logf("set-up stopped %v after SIGTERM: %s", took.Round(time.Millisecond), strings.TrimSpace(out.String()))
 }

@@ -119,9 +119,10 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 		}
 	}
-	if need, have := o.sheetBytes(len(members)), memAvailable(); have > 0 && need > float64(have)/2 {
-		return nil, fmt.Errorf("maps: %d images per client of %d pixels for %d member(s) take about %s, more than half the %s available; lower -side, -images or -clients",
-			o.Images, o.Side, len(members), human(need), human(float64(have)))
+	need := o.sheetBytes(len(members))
+	if have, where := memAvailable(); have > 0 && need > float64(have)/2 {
+		return nil, fmt.Errorf("maps: %d images per client of %d pixels for %d member(s) take about %s, more than half the %s available on %s; lower -side, -images or -clients",
+			o.Images, o.Side, len(members), human(need), human(float64(have)), where)
 	}
 	info := &MapsInfo{Fusion: o.Fusion, Discard: *o.Discard}
 	var rows [][][]image.Image // per member, per client, the overlays

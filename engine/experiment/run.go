@@ -97,7 +97,9 @@ func (quiet) Log(string)                               {}
 type Options struct {
 	Observer Observer // progress; nil: none
 	// Overwrite lets a fresh run replace an existing run directory of the same name; without
-	// it such a run is refused and the old directory left as it was.
+	// it such a run is refused and the old directory left as it was. It replaces only a
+	// directory of pfl's own files (a run, suite or grid): one holding anything else is
+	// refused, naming the file.
 	Overwrite bool
 }
 
@@ -126,7 +128,8 @@ func RunWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 
 // Resume continues the run in dir from its last checkpoint, with the config it was
 // started with (its config.json). On the CPU the resumed run's metrics equal those of an
-// uninterrupted run.
+// uninterrupted run. A finished run is returned as its files hold it, nothing written; a
+// run stopped before its first checkpoint starts afresh.
 func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
@@ -253,7 +256,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		se.closeData()
 		return nil, err
 	}
-	if err := se.start(cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
@@ -264,7 +267,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 //
 // With a process group of several ranks (dist.FromContext) the run trains across
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
-func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
+func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
@@ -286,18 +289,26 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	}
 	err := cuda.SetMatmulPrecision(matmul)
 	if err == nil {
-		se.run, err = fl.New(fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
+		se.run, err = fl.NewContext(ctx, fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
 	}
 	if err != nil {
 		se.closeData()
+		if ierr := interrupted(ctx, "building the models"); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	if !dev.IsCUDA() {
-		if se.expected, err = memoryExpected(se.run); err != nil {
+		if se.expected, err = memoryExpected(ctx, cfg, se.run); err != nil {
 			se.close()
+			return err
 		}
 	}
-	return err
+	if err := interrupted(ctx, "building the models"); err != nil {
+		se.close()
+		return err
+	}
+	return nil
 }
 
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
@@ -412,6 +423,10 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		obs.Log(fmt.Sprintf("resumed %s after round %d", dir, len(run.History)))
 	} else if writes {
+		// a signal during set-up stops it here: the run's directory is not created
+		if err := interrupted(ctx, "setting up the run"); err != nil {
+			return nil, err
+		}
 		if err := startRunDir(dir, cfg, se); err != nil {
 			return nil, err
 		}

@@ -70,8 +70,8 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 }
 
 // ResumeSuite continues the suite in dir: members with a checkpoint resume (a finished one
-// only rewrites its summary), members never started start, and the suite's table and plot
-// are written at the end.
+// is read back, its files untouched), members never started start, and the suite's table
+// and plot are written at the end.
 func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, error) {
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
