@@ -26,9 +26,27 @@ import (
 // allocated), wrapped as the algorithm wraps it (Ditto: two copies), and counts in
 // float64, so absurd sizes cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
+	values, _, err := floorParts(cfg, build)
+	return values, err
+}
+
+// tensorBytes is what one tensor object costs on the CPU besides its values: libtorch's
+// TensorImpl, storage and autograd metadata, the allocation's header and alignment, and
+// the Go handle, name and bookkeeping of a parameter (measured: a 1,000-block ViT of width 8,
+// 11,008 parameters of at most 1 KiB each, took 28 MB per model). A model of many small
+// parameters (a deep, narrow one) is mostly this.
+const tensorBytes = 2048
+
+// floorParts is memoryFloor's bytes of values and the bytes of the tensor objects that hold
+// them (tensorBytes each): per parameter of the wrapped model, the global model, the round's
+// stack with its gradients and momentum buffers, the evaluation chunk, and with client
+// groups each group's model, gradients and momentum and each thread's evaluation chunk;
+// plus one per personal parameter (the store). One shapes-only build serves both (a
+// 100,000-block model takes seconds to declare).
+func floorParts(cfg Config, build fl.Builder) (values, objects float64, err error) {
 	m, err := build(1, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	strat := cfg.Algorithm.Strategy()
 	if c, ok := strat.(io.Closer); ok {
@@ -42,15 +60,17 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		}
 	}
 	defer m.Close()
-	var params, personal float64
+	var params, personal, tensors, personalTensors float64
 	for _, p := range m.Params().List {
 		n := 1.0
 		for _, d := range p.Shape {
 			n *= float64(d)
 		}
 		params += n
+		tensors++
 		if strat.Personal(p) {
 			personal += n
+			personalTensors++
 		}
 	}
 	var hyperParams float64
@@ -69,75 +89,28 @@ func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
 		k = clients
 	}
 	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
+	copies := 5.0 // tensor objects per parameter: global, stack, its gradients and momentum, evaluation chunk
 	dev, _ := cuda.ParseDevice(cfg.Device)
 	fc := fl.Config{Workers: workersFor(cfg.Train, dev), Stack: cfg.Train.Stack}
 	if groups := fc.GroupSizes(int(k)); len(groups) > 1 {
 		// client groups (train.workers, train.stack): the groups' own models beside the
 		// round's stack, and with several threads an evaluation chunk for each
 		floats += params * k
+		copies += 3 * float64(len(groups))
 		if threads := fc.GroupThreads(int(k)); threads > 1 {
 			floats += params * float64(threads) * chunk
+			copies += float64(threads)
 		}
 	}
-	return 4 * floats, nil
-}
-
-// tensorBytes is what one tensor object costs on the CPU besides its values: libtorch's
-// TensorImpl, storage and autograd metadata, the allocation's header and alignment, and
-// the Go handle, name and bookkeeping of a parameter (measured: a 1,000-block ViT of width 8,
-// 11,008 parameters of at most 1 KiB each, took 28 MB per model). A model of many small
-// parameters (a deep, narrow one) is mostly this.
-const tensorBytes = 2048
-
-// tensorOverhead is tensorBytes times the tensor objects the run's models and optimizer
-// hold: per parameter of the wrapped model, the global model, the round's stack with its
-// gradients and momentum buffers, the evaluation chunk, and with client groups each
-// group's model, gradients and momentum and each thread's evaluation chunk; plus one per
-// personal parameter (the store). Like memoryFloor it builds the model with shapes only.
-func tensorOverhead(cfg Config, build fl.Builder) (float64, error) {
-	m, err := build(1, nil)
-	if err != nil {
-		return 0, err
-	}
-	strat := cfg.Algorithm.Strategy()
-	if c, ok := strat.(io.Closer); ok {
-		defer c.Close()
-	}
-	if w, ok := strat.(fl.Wrapper); ok {
-		if wrapped, err := w.Wrap(m, build, nil); err == nil {
-			m = wrapped
-		}
-	}
-	defer m.Close()
-	var tensors, personal float64
-	for _, p := range m.Params().List {
-		tensors++
-		if strat.Personal(p) {
-			personal++
-		}
-	}
-	copies := 5.0 // global, stack, its gradients and momentum, evaluation chunk
-	clients := float64(cfg.Data.Clients)
-	k := max(math.Floor(cfg.Train.Participation*clients), 1)
-	if e, ok := strat.(fl.EveryRound); ok && e.EveryClient() {
-		k = clients
-	}
-	dev, _ := cuda.ParseDevice(cfg.Device)
-	fc := fl.Config{Workers: workersFor(cfg.Train, dev), Stack: cfg.Train.Stack}
-	if groups := fc.GroupSizes(int(k)); len(groups) > 1 {
-		copies += 3*float64(len(groups)) + float64(fc.GroupThreads(int(k)))
-	}
-	return tensorBytes * (tensors*copies + personal), nil
+	return 4 * floats, tensorBytes * (tensors*copies + personalTensors), nil
 }
 
 // checkMemory refuses a run whose memory floor (values and tensor objects) exceeds what the
 // device has free, before anything is allocated, with the estimate in the message; it
 // returns the floor.
 func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) (float64, error) {
-	need, err := memoryFloor(cfg, build)
-	if err == nil && !dev.IsCUDA() { // on CUDA the objects live in host memory, not the GPU's
-		var objects float64
-		objects, err = tensorOverhead(cfg, build)
+	need, objects, err := floorParts(cfg, build)
+	if !dev.IsCUDA() { // on CUDA the objects live in host memory, not the GPU's
 		need += objects
 	}
 	if err != nil {
