@@ -173,7 +173,7 @@ func interruptible(out io.Writer) (context.Context, func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint); send it again to stop at once\n", s)
+			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint), or before the first if the run is still setting up; send it again to stop at once\n", s)
 			cancel()
 		case <-done:
 			return
