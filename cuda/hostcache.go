@@ -38,6 +38,16 @@ func checkHostCacheEnv() error {
 type HostCacheStats struct {
 	IdleBytes int64 // freed blocks kept for reuse
 	LiveBytes int64 // blocks held by tensors now
+	// SmallBytes is the bytes held by tensors in blocks under the cache's 1 MiB threshold,
+	// which glibc serves (a deep, narrow model's activations are mostly such blocks).
+	SmallBytes int64
+	// HeapFreeBytes is what glibc's heaps hold free: small blocks freed and not yet reused,
+	// resident until ReleaseHostCache trims them.
+	HeapFreeBytes int64
+	// PeakBytes is the most bytes CPU tensors held at once (LiveBytes + SmallBytes) since
+	// ResetHostCachePeak: a measured step's high-water mark, its ops' transient buffers
+	// included.
+	PeakBytes int64
 	Hits      int64 // requests served from idle blocks
 	Misses    int64 // requests served by the system
 }
@@ -51,12 +61,19 @@ func HostCache() (HostCacheStats, bool) {
 	return nativeHostCacheStats()
 }
 
-// ReleaseHostCache frees the CPU caching allocator's idle blocks. The engine calls it after
-// each phase of a round (training, aggregation, evaluation), so one phase's idle blocks do
-// not sit beside the next phase's different shapes and the process's peak stays that of
-// its largest phase.
+// ReleaseHostCache frees the CPU caching allocator's idle blocks and returns the free pages
+// of glibc's heaps (malloc_trim). The engine calls it after each phase of a round
+// (training, aggregation, evaluation), so one phase's idle blocks do not sit beside the
+// next phase's different shapes and the process's peak stays that of its largest phase.
 func ReleaseHostCache() {
 	if Load() == nil {
 		nativeHostCacheRelease()
+	}
+}
+
+// ResetHostCachePeak starts HostCacheStats.PeakBytes afresh from the bytes held now.
+func ResetHostCachePeak() {
+	if Load() == nil {
+		nativeHostCacheResetPeak()
 	}
 }

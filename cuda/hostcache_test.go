@@ -54,6 +54,44 @@ func TestHostCacheReusesLargeBlocks(t *testing.T) {
 	}
 }
 
+// TestHostCacheCountsSmallBlocksAndPeak: a thousand 4 KiB tensors, which the cache leaves
+// to glibc, show in SmallBytes while they live and leave it when freed; the peak since a
+// reset holds a 4 MiB tensor and the small ones that lived beside it after all are freed,
+// and a reset starts it again from what is held.
+func TestHostCacheCountsSmallBlocksAndPeak(t *testing.T) {
+	if _, ok := cuda.HostCache(); !ok {
+		t.Skip("the caching allocator is off (PFL_CPU_CACHE=0)")
+	}
+	cuda.ReleaseHostCache()
+	cuda.ResetHostCachePeak()
+	before, _ := cuda.HostCache()
+	s := cuda.NewScope()
+	for range 1000 {
+		s.Zeros(cuda.Float32, cuda.CPU, 1024)
+	}
+	big := s.Zeros(cuda.Float32, cuda.CPU, 1<<20)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	mid, _ := cuda.HostCache()
+	if got := mid.SmallBytes - before.SmallBytes; got < 1000*4096 || got > 1000*(4096+128) {
+		t.Fatalf("a thousand 4 KiB tensors hold %d small bytes, want about 4,096,000", got)
+	}
+	big.Close()
+	s.Close()
+	after, _ := cuda.HostCache()
+	if after.SmallBytes != before.SmallBytes {
+		t.Fatalf("%d small bytes after freeing them all, want %d as before", after.SmallBytes, before.SmallBytes)
+	}
+	if grew := after.PeakBytes - before.LiveBytes - before.SmallBytes; grew < 4<<20+1000*4096 {
+		t.Fatalf("the peak grew by %d bytes, want at least the 4 MiB tensor and the small ones beside it", grew)
+	}
+	cuda.ResetHostCachePeak()
+	if st, _ := cuda.HostCache(); st.PeakBytes != st.LiveBytes+st.SmallBytes {
+		t.Fatalf("after a reset the peak is %d, want what is held now, %d", st.PeakBytes, st.LiveBytes+st.SmallBytes)
+	}
+}
+
 // TestChildScope: a child frees its tensors when closed, except those adopted by its
 // parent; it inherits the parent's grad mode; and a gradient through an adopted result
 // still reaches the leaf (autograd keeps what it saved, whatever handles are freed).

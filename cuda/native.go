@@ -35,6 +35,8 @@ static int64_t t_live_generators(const pfl_api *a) { return a->live_generators()
 static void t_host_cache_release(const pfl_api *a) { a->host_cache_release(); }
 static int32_t t_host_cache_stats(const pfl_api *a, int64_t *out) { return a->host_cache_stats(out); }
 static void t_thread_state(const pfl_api *a, int32_t *out) { a->thread_state(out); }
+static int32_t t_host_cache_small_stats(const pfl_api *a, int64_t *out) { return a->host_cache_small_stats(out); }
+static void t_host_cache_reset_peak(const pfl_api *a) { a->host_cache_reset_peak(); }
 static int32_t t_set_num_threads(const pfl_api *a, int32_t n, pfl_status *st) { return a->set_num_threads(n, st); }
 static int32_t t_from_data(const pfl_api *a, const void *d, int32_t dt, const int64_t *dims, int32_t nd,
 	int32_t devt, int32_t devi, pfl_tensor *out, pfl_meta *m, pfl_status *st) {
@@ -194,12 +196,19 @@ func nativeLiveGenerators() int64 { return int64(C.t_live_generators(api)) }
 
 func nativeHostCacheRelease() { C.t_host_cache_release(api) }
 
+func nativeHostCacheResetPeak() { C.t_host_cache_reset_peak(api) }
+
 func nativeHostCacheStats() (HostCacheStats, bool) {
 	var out [4]C.int64_t
 	if C.t_host_cache_stats(api, &out[0]) == 0 {
 		return HostCacheStats{}, false
 	}
-	return HostCacheStats{IdleBytes: int64(out[0]), LiveBytes: int64(out[1]), Hits: int64(out[2]), Misses: int64(out[3])}, true
+	st := HostCacheStats{IdleBytes: int64(out[0]), LiveBytes: int64(out[1]), Hits: int64(out[2]), Misses: int64(out[3])}
+	var small [3]C.int64_t
+	if C.t_host_cache_small_stats(api, &small[0]) != 0 {
+		st.SmallBytes, st.HeapFreeBytes, st.PeakBytes = int64(small[0]), int64(small[1]), int64(small[2])
+	}
+	return st, true
 }
 
 func nativeThreadState() ThreadState {

@@ -111,6 +111,9 @@ func benchCmd(args []string, out io.Writer) error {
 				*f.field(&w) = vals[i]
 			}
 		}
+		if err := w.Validate(); err != nil { // before the line that describes the workload
+			return err
+		}
 		scale := "full size"
 		if small {
 			scale = "small (checks the harness; not the engine's speed)"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -31,6 +32,7 @@ func launchCmd(args []string, out io.Writer) error {
 	n := fs.Int("n", 2, "number of processes (ranks) on this machine")
 	port := fs.Int("port", 0, "MASTER_PORT of rank 0's store on 127.0.0.1; 0: a free port")
 	threads := fs.Int("threads", 1, "OMP_NUM_THREADS of each process (intra-op threads on the CPU), unless the environment sets it; 0: leave it")
+	force := fs.Bool("force", false, "start more ranks than this machine has CPUs")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: pfl launch [-n N] [--port P] [--threads T] -- <pfl command and flags>, e.g. pfl launch -n 2 -- train -c cfg.yaml")
 		fmt.Fprintln(fs.Output(), "Every process gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; on CUDA rank r uses GPU LOCAL_RANK.")
@@ -48,6 +50,11 @@ func launchCmd(args []string, out io.Writer) error {
 	}
 	if *n < 1 {
 		return fmt.Errorf("-n %d, want >= 1", *n)
+	}
+	// every rank holds its own copy of the data and models and at least one busy thread:
+	// more ranks than CPUs only slow each other down (and exhaust the memory)
+	if cpus := runtime.NumCPU(); *n > cpus && !*force {
+		return fmt.Errorf("-n %d: more ranks than the %d CPUs of this machine; use -n %d or less, or -force to start them anyway", *n, cpus, cpus)
 	}
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d out of range", *port)
@@ -74,6 +81,8 @@ func launchCmd(args []string, out io.Writer) error {
 	var mu sync.Mutex // one line at a time on out
 	procs := make([]*exec.Cmd, *n)
 	var pipes sync.WaitGroup
+	start, stopStarting := starter()
+	defer stopStarting()
 	for r := range procs {
 		c := exec.Command(exe, rest...)
 		c.Env = append(os.Environ(),
@@ -87,8 +96,10 @@ func launchCmd(args []string, out io.Writer) error {
 		c.Stdout, c.Stderr = pw, pw
 		// Its own process group: a Ctrl-C in the terminal reaches launch alone, which
 		// forwards it once to every rank (a rank takes a second signal as "stop now").
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
+		// Pdeathsig: a launch that is killed (SIGKILL, no chance to forward anything) takes
+		// its ranks with it, instead of leaving them training with nobody reading them.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := start(c); err != nil {
 			for _, p := range procs[:r] {
 				p.Process.Kill()
 			}
@@ -157,6 +168,33 @@ func launchCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("rank %d of %d failed (%v); the other ranks were stopped", failed.rank, *n, failed.err)
 	}
 	return nil
+}
+
+// starter returns a function that starts commands from one OS thread, and a function that
+// ends that thread, to be called once the commands have exited. Linux sends a child's
+// Pdeathsig when the thread that forked it exits, not the process: Go ends threads under
+// the launcher (a goroutine locked to a thread ends its thread), so the ranks are forked
+// from a thread held for as long as they run.
+func starter() (start func(*exec.Cmd) error, stop func()) {
+	reqs := make(chan *exec.Cmd)
+	errs := make(chan error)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		for {
+			select {
+			case c := <-reqs:
+				errs <- c.Start()
+			case <-done:
+				return
+			}
+		}
+	}()
+	start = func(c *exec.Cmd) error {
+		reqs <- c
+		return <-errs
+	}
+	return start, func() { close(done) }
 }
 
 // freePort asks the kernel for a free TCP port on loopback (free now; rank 0 binds it a

@@ -25,8 +25,13 @@ func mapsCmd(args []string, out io.Writer) error {
 		return err
 	}
 	o := experiment.MapOptions{Images: *images, Fusion: analysis.Fusion(*fusion), Discard: discard, Side: *side}
-	if *images < 1 || *side < 1 {
-		return fmt.Errorf("-images %d and -side %d must be positive", *images, *side)
+	// every image is drawn side × side pixels, for every client, member and image: the
+	// bounds keep a sheet within what an image viewer (and the memory) can hold
+	if *images < 1 || *images > experiment.MaxMapImages {
+		return fmt.Errorf("-images %d: want 1 to %d test images per client", *images, experiment.MaxMapImages)
+	}
+	if *side < 1 || *side > experiment.MaxMapSide {
+		return fmt.Errorf("-side %d: want 1 to %d pixels per image", *side, experiment.MaxMapSide)
 	}
 	if *clients != "" {
 		for _, f := range strings.Split(*clients, ",") {
@@ -35,6 +40,9 @@ func mapsCmd(args []string, out io.Writer) error {
 				return fmt.Errorf("-clients: %q is not a client number", f)
 			}
 			o.Clients = append(o.Clients, c)
+		}
+		if len(o.Clients) > experiment.MaxMapClients {
+			return fmt.Errorf("-clients: %d clients, want at most %d (a sheet each)", len(o.Clients), experiment.MaxMapClients)
 		}
 	}
 	dirs := []string{pos[0]} // a run or suite: one sheet per client, a row per member

@@ -94,6 +94,12 @@ func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (conte
 	if err != nil {
 		return nil, nil, fmt.Errorf("device: %w", err)
 	}
+	if dev.IsCUDA() {
+		// each rank on CUDA takes GPU LOCAL_RANK: a rank beyond the GPUs has none
+		if n, err := cuda.CUDADeviceCount(); err == nil && n > 0 && env.LocalRank >= n {
+			return nil, nil, fmt.Errorf("LOCAL_RANK %d: %d GPU(s) visible, one per rank on CUDA; start at most %d ranks (pfl launch -n %d)", env.LocalRank, n, n, n)
+		}
+	}
 	dev = env.Device(dev)
 	var n dist.GlooNetwork
 	if !dev.IsCUDA() {
@@ -184,7 +190,7 @@ func interruptible(out io.Writer) (context.Context, func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint); send it again to stop at once\n", s)
+			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint), or before the first if the run is still setting up; send it again to stop at once\n", s)
 			cancel()
 		case <-done:
 			return

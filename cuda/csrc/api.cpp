@@ -320,6 +320,8 @@ static int32_t api_set_matmul_precision(const char *p, pfl_status *st) {
 
 static void api_host_cache_release() { host_cache_release(); }
 static int32_t api_host_cache_stats(int64_t *out) { return out && host_cache_stats(out) ? 1 : 0; }
+static int32_t api_host_cache_small_stats(int64_t *out) { return out && host_cache_small_stats(out) ? 1 : 0; }
+static void api_host_cache_reset_peak() { host_cache_reset_peak(); }
 
 static int64_t api_live_tensors() { return g_live_tensors.load(); }
 static int64_t api_live_generators() { return g_live_generators.load(); }
@@ -639,6 +641,8 @@ static const pfl_api k_api = {
     pfl_pg_free,
     pfl_pg_new_on,
     api_thread_state,
+    api_host_cache_small_stats,
+    api_host_cache_reset_peak,
 };
 
 __attribute__((visibility("default"))) const pfl_api *pfl_get_api(uint32_t want_major,

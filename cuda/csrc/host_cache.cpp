@@ -11,8 +11,9 @@
 // size classes and handing them out again removes those faults.
 //
 // Blocks under kMinCached bytes are plain posix_memalign/free, as libtorch's own allocator
-// (glibc reuses them from its heap). Larger requests are rounded up to a size class (8 classes per power of two: at
-// most 12.5% slack) and served from that class's idle blocks when it has one; a new one is
+// (glibc reuses them from its heap); their bytes are counted (host_cache_small_bytes).
+// Larger requests are rounded up to a size class (8 classes per power of two: at most 12.5%
+// slack) and served from that class's idle blocks when it has one; a new one is
 // mapped with mmap and a block that leaves the cache is unmapped, never handed to glibc:
 // glibc raises its mmap threshold (up to 32 MiB) each time it frees a mapped block, after
 // which blocks under the new threshold come from its heaps and stay resident after free
@@ -29,8 +30,10 @@
 #include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
 
+#include <malloc.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -78,6 +81,10 @@ class HostCache final : public c10::Allocator {
     for (auto &b : out) unmap(b.first, b.second);
   }
 
+  int64_t small_bytes() const { return small_bytes_.load(std::memory_order_relaxed); }
+  int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  void reset_peak() { peak_.store(held_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
   void stats(int64_t *out) {
     std::lock_guard<std::mutex> lk(mu_);
     out[0] = static_cast<int64_t>(idle_bytes_);
@@ -106,6 +113,9 @@ class HostCache final : public c10::Allocator {
     if (n < kMinCached) {
       void *p = system_alloc(n);
       if (!p) throw std::bad_alloc();
+      int64_t usable = static_cast<int64_t>(malloc_usable_size(p));
+      small_bytes_.fetch_add(usable, std::memory_order_relaxed);
+      held(usable);
       return c10::DataPtr(p, p, &HostCache::give_back, cpu);
     }
     size_t sz = size_class(n);
@@ -131,6 +141,7 @@ class HostCache final : public c10::Allocator {
       live_[p] = sz;
       live_bytes_ += sz;
     }
+    held(static_cast<int64_t>(sz));
     return c10::DataPtr(p, p, &HostCache::give_back, cpu);
   }
 
@@ -155,8 +166,14 @@ class HostCache final : public c10::Allocator {
       }
     }
     if (!cached) {
+      int64_t usable = static_cast<int64_t>(malloc_usable_size(p));
+      small_bytes_.fetch_sub(usable, std::memory_order_relaxed);
+      held(-usable);
       std::free(p);
-    } else if (!keep) {
+      return;
+    }
+    held(-static_cast<int64_t>(sz));
+    if (!keep) {
       unmap(p, sz);
     }
   }
@@ -167,6 +184,20 @@ class HostCache final : public c10::Allocator {
   std::unordered_map<size_t, std::vector<void *>> idle_;
   size_t idle_bytes_ = 0, live_bytes_ = 0;
   int64_t hits_ = 0, misses_ = 0;
+  // held adds n (negative: frees) to the bytes tensors hold and raises the peak with them.
+  void held(int64_t n) {
+    int64_t now = held_.fetch_add(n, std::memory_order_relaxed) + n;
+    int64_t p = peak_.load(std::memory_order_relaxed);
+    while (now > p && !peak_.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+    }
+  }
+
+  // the blocks under kMinCached, which glibc serves: counted apart, without the lock (every
+  // small tensor passes here)
+  std::atomic<int64_t> small_bytes_{0};
+  // every block tensors hold (live and small) and its peak since reset_peak: what a
+  // measured step took at its highest, transient buffers of its ops included
+  std::atomic<int64_t> held_{0}, peak_{0};
 };
 
 // g_cache is never destroyed: tensors freed during static destruction still find it.
@@ -195,6 +226,11 @@ __attribute__((constructor)) void install_host_cache() {
 
 void host_cache_release() {
   if (g_cache) g_cache->release();
+  // The small blocks a phase freed sit in glibc's heaps (one per thread that allocated
+  // them) until glibc reuses them: a deep model's activations are hundreds of MiB of such
+  // blocks, which another thread's next phase does not reuse. Trimming hands their pages
+  // back, so the process holds one phase's small blocks at a time.
+  malloc_trim(0);
 }
 
 bool host_cache_stats(int64_t *out) {
@@ -202,9 +238,23 @@ bool host_cache_stats(int64_t *out) {
   g_cache->stats(out);
   return true;
 }
+
+bool host_cache_small_stats(int64_t *out) {
+  if (!g_cache) return false;
+  out[0] = g_cache->small_bytes();
+  out[1] = static_cast<int64_t>(mallinfo2().fordblks);
+  out[2] = g_cache->peak();
+  return true;
+}
+
+void host_cache_reset_peak() {
+  if (g_cache) g_cache->reset_peak();
+}
 #else
 void host_cache_release() {}
 bool host_cache_stats(int64_t *) { return false; }
+bool host_cache_small_stats(int64_t *) { return false; }
+void host_cache_reset_peak() {}
 #endif
 
 }  // namespace pfl

@@ -93,9 +93,14 @@ std::vector<at::Tensor> kernel_image_batch(const std::vector<at::Tensor> &in, co
 void kernel_weighted_sum(const std::vector<at::Tensor> &in);
 
 // The caching allocator of large CPU tensors (host_cache.cpp): release frees its idle
-// blocks; stats fills out[0..3] (idle bytes, live bytes, hits, misses), false when it is off.
+// blocks (and trims glibc's heaps); stats fills out[0..3] (idle bytes, live bytes, hits, misses), false when it is off.
 void host_cache_release();
 bool host_cache_stats(int64_t *out);
+// host_cache_small_stats fills out[0..2] (bytes held in blocks under the cache's threshold,
+// bytes free in glibc's heaps, the peak of all bytes held since host_cache_reset_peak),
+// false when the cache is off.
+bool host_cache_small_stats(int64_t *out);
+void host_cache_reset_peak();
 
 // CUDA pieces (cuda.cpp); stubs throw NoCudaError in CPU builds.
 void *stream_guard_new(pfl_stream s);

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define PFL_ABI_MAJOR 1
-#define PFL_ABI_MINOR 9
+#define PFL_ABI_MINOR 10
 
 /* PFL_MAX_DIMS is the largest tensor rank that crosses the boundary. */
 #define PFL_MAX_DIMS 8
@@ -419,6 +419,17 @@ typedef struct pfl_api {
    * -1 without OpenBLAS). It does not call ensure_threads: a thread that has not called in yet
    * reports the OpenMP runtime's default in out[0]. */
   void (*thread_state)(int32_t *out);
+
+  /* Added in ABI 1.10: host_cache_small_stats fills out[0..2] with the bytes held by tensors
+   * in the blocks the CPU cache leaves to glibc (under its 1 MiB threshold, as
+   * malloc_usable_size counts them), the bytes glibc's heaps hold free (mallinfo2's
+   * fordblks), and the peak of the bytes CPU tensors held (the cache's live blocks and the
+   * small ones) since host_cache_reset_peak; it returns 0 (out untouched) when the cache is
+   * off, 1 otherwise. Deep, narrow models keep most of their activations in small blocks: a
+   * measure of a step's memory needs them beside host_cache_stats' live bytes, and once
+   * freed they stay in glibc's heaps until host_cache_release trims them. */
+  int32_t (*host_cache_small_stats)(int64_t *out);
+  void (*host_cache_reset_peak)(void);
 } pfl_api;
 
 /* pfl_get_api returns the vtable if want_major matches PFL_ABI_MAJOR, else NULL with st set. */

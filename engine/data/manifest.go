@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"pfl/engine/internal/chart"
 )
 
 // Manifest records a partition: per-client counts per class and a hash of the exact
@@ -105,8 +107,8 @@ func (m Manifest) Heatmap(path string) error {
 	p.Add(h)
 	w := vg.Length(4+0.08*float64(len(m.TrainCount))) * vg.Inch
 	ht := vg.Length(3+0.05*float64(m.Classes)) * vg.Inch
-	if err := p.Save(min(w, 30*vg.Inch), min(ht, 20*vg.Inch), path); err != nil {
-		return fmt.Errorf("data: heatmap %s: %w", path, err)
+	if err := chart.Save(p, min(w, 30*vg.Inch), min(ht, 20*vg.Inch), path); err != nil {
+		return fmt.Errorf("data: heatmap: %w", err)
 	}
 	return nil
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"time"
 
 	"pfl/cuda"
 	"pfl/engine/fl"
@@ -31,8 +33,9 @@ const checkpointFormat = "pfl-checkpoint-2"
 // behind.
 var checkpointHook func(stage string, w io.Writer) io.Writer
 
-// checkpoint writes the run's state and history atomically.
-func checkpoint(dir string, cfg Config, run *fl.Run) error {
+// checkpoint writes the run's state and history atomically, with wall, the seconds the
+// rounds of the history took in all (every segment of a resumed run summed).
+func checkpoint(dir string, cfg Config, run *fl.Run, wall float64) error {
 	state := run.StateOnDemand()
 	h, err := json.Marshal(historyRecords(run.History))
 	if err != nil {
@@ -49,7 +52,8 @@ func checkpoint(dir string, cfg Config, run *fl.Run) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	meta := map[string]string{"format": checkpointFormat, "rounds": strconv.Itoa(len(run.History)),
-		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": sum, "config": id}
+		"history": string(h), "history_sha256": sum256([]byte(h)), "data_sha256": sum, "config": id,
+		"wall_seconds": strconv.FormatFloat(wall, 'g', -1, 64)}
 	hook := checkpointHook
 	if hook == nil {
 		hook = func(_ string, w io.Writer) io.Writer { return w }
@@ -217,24 +221,47 @@ func (r historyRecord) check(i, clients int) error {
 	return nil
 }
 
-// restore loads the checkpoint into run after checking that it belongs to cfg's run.
-func restore(dir string, cfg Config, run *fl.Run) error {
+// restore loads the checkpoint into run after checking that it belongs to cfg's run, and
+// returns the seconds its rounds took (wallSeconds).
+func restore(dir string, cfg Config, run *fl.Run) (float64, error) {
 	f, history, id, err := readCheckpoint(dir, run.Clients())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	if err := sameRun(id, cfg); err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
+		return 0, fmt.Errorf("%s: %w", dir, err)
 	}
 	if len(history) > cfg.Train.Rounds {
-		return fmt.Errorf("%s: the checkpoint holds %d rounds, more than train.rounds = %d", dir, len(history), cfg.Train.Rounds)
+		return 0, fmt.Errorf("%s: the checkpoint holds %d rounds, more than train.rounds = %d", dir, len(history), cfg.Train.Rounds)
+	}
+	wall, err := wallSeconds(f.Metadata, history)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointFile), err)
 	}
 	if err := run.Restore(f, history); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointFile), err)
+		return 0, fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointFile), err)
 	}
 	releaseHostMemory()
-	return nil
+	return wall, nil
+}
+
+// wallSeconds is the seconds the checkpoint's rounds took in all, as it records them; a
+// checkpoint from before it did gets the sum of its rounds' own times (data, training,
+// aggregation, evaluation), which leaves out the writing of checkpoints and metrics.
+func wallSeconds(meta map[string]string, history []fl.RoundMetrics) (float64, error) {
+	if v, ok := meta["wall_seconds"]; ok {
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(w >= 0) || math.IsInf(w, 0) {
+			return 0, fmt.Errorf("wall_seconds %q is not a duration in seconds", short(v))
+		}
+		return w, nil
+	}
+	var d time.Duration
+	for _, m := range history {
+		d += m.Time.Data + m.Time.Train + m.Time.Aggregate + m.Time.Eval
+	}
+	return d.Seconds(), nil
 }
 
 // releaseHostMemory returns what reading or writing a checkpoint left idle to the system:

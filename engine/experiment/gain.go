@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"pfl/engine/internal/atomicfile"
+	"pfl/engine/internal/chart"
 )
 
 // gainDensity writes FedPerfix's Fig. 3 for a suite with a "local" member: for every
@@ -45,7 +46,7 @@ func gainDensity(dir string, runs []*Result) error {
 			gains = append(gains, g)
 			fmt.Fprintf(&csv, "%d,%s,%.4f\n", c, r.Summary.Name, g)
 		}
-		lines = append(lines, r.Summary.Name, densityCurve(gains, 200))
+		lines = append(lines, r.Summary.Name, densityCurve(chart.Values(gains), 200)) // the CSV keeps a NaN gain
 	}
 	if len(lines) == 0 {
 		return nil

@@ -84,7 +84,10 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 		unlock()
 		return nil, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", g.dir, g.dir)
 	}
-	err = os.RemoveAll(g.dir)
+	err = replaceable(g.dir)
+	if err == nil {
+		err = os.RemoveAll(g.dir)
+	}
 	if err == nil {
 		err = os.MkdirAll(g.dir, 0o755)
 	}

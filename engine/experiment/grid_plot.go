@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"pfl/engine/internal/chart"
 )
 
 // plots writes the grid's figures: at every point (the grid's own directory without a
@@ -32,7 +34,7 @@ func (g *grid) plots() error {
 					if err != nil {
 						return err
 					}
-					runs = append(runs, finite(pts))
+					runs = append(runs, chart.Points(pts))
 				}
 			}
 			curves = append(curves, band(name, runs))
@@ -94,8 +96,9 @@ func band(name string, runs []plotter.XYs) bandCurve {
 				}
 			}
 		}
-		if n == len(runs) {
-			c.mean = append(c.mean, plotter.XY{X: p.X, Y: sum / float64(n)})
+		// a point the figure cannot draw (a sum beyond float64) is left out of all three
+		if mean := sum / float64(n); n == len(runs) && chart.Drawable(mean) && chart.Drawable(lo) && chart.Drawable(hi) {
+			c.mean = append(c.mean, plotter.XY{X: p.X, Y: mean})
 			c.lo = append(c.lo, plotter.XY{X: p.X, Y: lo})
 			c.hi = append(c.hi, plotter.XY{X: p.X, Y: hi})
 		}
@@ -147,7 +150,7 @@ func drawBands(path, title string, curves []bandCurve) error {
 		}
 		p.Legend.Add(c.name, line)
 	}
-	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
 }
 
 // sweepPlot draws a metric against the first swept key, one line per member (the mean
@@ -189,7 +192,10 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 				continue
 			}
 			m, s := stats(vals)
-			if math.IsNaN(s) {
+			if !chart.Drawable(m) {
+				continue // a metric no run could measure (NaN) has no point; the tables say so
+			}
+			if !chart.Drawable(s) {
 				s = 0
 			}
 			x := xs[indexOf(axis.Values, pt.values[0])]
@@ -220,8 +226,8 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 		}
 	}
 	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, base+ext)); err != nil {
-			return fmt.Errorf("plot %s: %w", base, err)
+		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, base+ext)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -266,24 +272,29 @@ func (g *grid) clientPlots() error {
 				pts = append(pts, plotter.XY{X: xs[pi], Y: m})
 				sum += m
 			}
-			sc, err := plotter.NewScatter(pts)
+			// a client without test samples has a NaN accuracy: no point, as in the tables
+			if pts = chart.Points(pts); len(pts) > 0 {
+				sc, err := plotter.NewScatter(pts)
+				if err != nil {
+					return fmt.Errorf("plot clients-%s: %w", name, err)
+				}
+				sc.Color, sc.Shape = plotutil.Color(pi), plotutil.Shape(0)
+				p.Add(sc)
+			}
+			mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(cols))})
+		}
+		if mean = chart.Points(mean); len(mean) > 0 {
+			line, err := plotter.NewLine(mean)
 			if err != nil {
 				return fmt.Errorf("plot clients-%s: %w", name, err)
 			}
-			sc.Color, sc.Shape = plotutil.Color(pi), plotutil.Shape(0)
-			p.Add(sc)
-			mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(cols))})
+			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			p.Add(line)
+			p.Legend.Add("mean over clients", line)
 		}
-		line, err := plotter.NewLine(mean)
-		if err != nil {
-			return fmt.Errorf("plot clients-%s: %w", name, err)
-		}
-		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-		p.Add(line)
-		p.Legend.Add("mean over clients", line)
 		for _, ext := range []string{".png", ".svg"} {
-			if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, "clients-"+folderSafe(name)+ext)); err != nil {
-				return fmt.Errorf("plot clients-%s: %w", name, err)
+			if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, "clients-"+folderSafe(name)+ext)); err != nil {
+				return err
 			}
 		}
 	}

@@ -28,6 +28,40 @@ type MapOptions struct {
 	Alpha   float64 // the heat map's opacity over the image; default 0.5
 }
 
+// The bounds of MapOptions: every image of a sheet is magnified to Side pixels, for every
+// client, member and image, and the sheets are held in memory until written.
+const (
+	MaxMapSide    = 2048 // pixels of one image on a sheet
+	MaxMapImages  = 64   // images per client (a sheet's columns)
+	MaxMapClients = 64   // clients (one sheet each)
+)
+
+// check refuses options beyond the bounds, naming the option.
+func (o MapOptions) check() error {
+	switch {
+	case o.Side < 1 || o.Side > MaxMapSide:
+		return fmt.Errorf("maps: side %d: want 1 to %d pixels per image", o.Side, MaxMapSide)
+	case o.Images < 1 || o.Images > MaxMapImages:
+		return fmt.Errorf("maps: images %d: want 1 to %d per client", o.Images, MaxMapImages)
+	case len(o.Clients) > MaxMapClients:
+		return fmt.Errorf("maps: %d clients, want at most %d", len(o.Clients), MaxMapClients)
+	case !(*o.Discard >= 0 && *o.Discard < 1):
+		return fmt.Errorf("maps: discard %g not in [0, 1)", *o.Discard)
+	}
+	return nil
+}
+
+// sheetBytes is about the memory the sheets of members (and the input row) take: every
+// image as RGBA, magnified to side pixels, as an overlay or picture and as a sheet cell.
+func (o MapOptions) sheetBytes(members int) float64 {
+	clients := len(o.Clients)
+	if clients == 0 {
+		clients = 4 // the default: the first four
+	}
+	px := float64(o.Side)
+	return 2 * 4 * px * px * float64(o.Images) * float64(clients) * float64(members+1)
+}
+
 func (o MapOptions) withDefaults() MapOptions {
 	o.Images = cmp.Or(o.Images, 4)
 	o.Fusion = cmp.Or(o.Fusion, analysis.FusionMax)
@@ -69,8 +103,8 @@ type MemberMaps struct {
 // as skipped with the reason.
 func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 	o = o.withDefaults()
-	if !(*o.Discard >= 0 && *o.Discard < 1) {
-		return nil, fmt.Errorf("maps: discard %g not in [0, 1)", *o.Discard)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if err := notAGrid(dir, "pfl maps"); err != nil {
 		return nil, err
@@ -84,6 +118,11 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 		if members, err = suiteMembers(cfg); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 		}
+	}
+	need := o.sheetBytes(len(members))
+	if have, where := memAvailable(); have > 0 && need > float64(have)/2 {
+		return nil, fmt.Errorf("maps: %d images per client of %d pixels for %d member(s) take about %s, more than half the %s available on %s; lower -side, -images or -clients",
+			o.Images, o.Side, len(members), human(need), human(float64(have)), where)
 	}
 	info := &MapsInfo{Fusion: o.Fusion, Discard: *o.Discard}
 	var rows [][][]image.Image // per member, per client, the overlays
@@ -162,7 +201,7 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 		return nil, err
 	}
 	defer se.close()
-	if err := restore(dir, cfg, se.run); err != nil {
+	if _, err := restore(dir, cfg, se.run); err != nil {
 		return nil, err
 	}
 	fed := se.run.Federated()

@@ -62,7 +62,8 @@ func TestCheckActivations(t *testing.T) {
 		{10, 0.5 * gib, 0, false},
 		{1, 0, 1, false},
 	} {
-		err := checkActivations(c.n, c.act, c.have)
+		cfg := DefaultConfig()
+		err := checkActivations(cfg, c.n, c.act, c.have, "this machine")
 		if (err != nil) != c.refuse || err != nil && !(strings.Contains(err.Error(), "train.workers") && strings.Contains(err.Error(), "train.stack")) {
 			t.Errorf("%d clients of %g bytes, %d available: error %v, want refused %v naming train.workers and train.stack", c.n, c.act, c.have, err, c.refuse)
 		}

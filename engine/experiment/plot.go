@@ -3,7 +3,6 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/fl"
+	"pfl/engine/internal/chart"
 )
 
 // plots writes the convergence curves (accuracy and loss vs round) and the final
@@ -59,7 +59,8 @@ func save(dir, base, title, x, y string, lines ...any) error {
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	var args []any
 	for i := 0; i+1 < len(lines); i += 2 {
-		if pts := finite(lines[i+1].(plotter.XYs)); len(pts) > 0 {
+		// a diverged run's NaN or infinite loss cannot be drawn; the metrics files keep it
+		if pts := chart.Points(lines[i+1].(plotter.XYs)); len(pts) > 0 {
 			args = append(args, lines[i], pts)
 		}
 	}
@@ -70,23 +71,11 @@ func save(dir, base, title, x, y string, lines ...any) error {
 		return fmt.Errorf("plot %s: %w", base, err)
 	}
 	for _, ext := range []string{"png", "svg"} {
-		if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
-			return fmt.Errorf("plot %s: %w", base, err)
+		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// finite drops the points a plot cannot draw (a diverged run's NaN or infinite loss); the
-// metrics files keep them.
-func finite(pts plotter.XYs) plotter.XYs {
-	var out plotter.XYs
-	for _, p := range pts {
-		if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // Compare draws the test accuracy of several runs (their metrics.jsonl) on one figure,
@@ -114,12 +103,12 @@ func CompareLabelled(path string, dirs, labels []string) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, labels[i], finite(pts))
+		args = append(args, labels[i], chart.Points(pts))
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
-	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
 }
 
 // accuracyCurve reads a run's evaluated rounds.

@@ -20,6 +20,7 @@ import (
 
 	"pfl/engine/data"
 	"pfl/engine/internal/atomicfile"
+	"pfl/engine/internal/chart"
 )
 
 // Report writes a self-contained HTML page for the run or suite in dir, dir/report.html
@@ -278,15 +279,11 @@ func addFigures(secs []section, title string, figs ...*figure) []section {
 
 // plotPNG renders p as a PNG figure.
 func plotPNG(p *plot.Plot, caption string, w, h vg.Length) *figure {
-	wt, err := p.WriterTo(w, h, "png")
+	b, err := chart.Render(p, w, h, "png")
 	if err != nil {
 		return nil
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil
-	}
-	return &figure{Caption: caption, Src: dataURI("image/png", buf.Bytes())}
+	return &figure{Caption: caption, Src: dataURI("image/png", b)}
 }
 
 // distribution is the per-client accuracy figure: a histogram for one run, each member's
@@ -295,7 +292,8 @@ func distribution(runs []*runData) *figure {
 	p := plot.New()
 	p.X.Label.Text = "final accuracy per client (%)"
 	if len(runs) == 1 {
-		acc := runs[0].finalAccuracy()
+		// a client without test samples has a NaN accuracy, which a histogram cannot bin
+		acc := chart.Values(runs[0].finalAccuracy())
 		if len(acc) == 0 {
 			return nil
 		}
@@ -314,14 +312,14 @@ func distribution(runs []*runData) *figure {
 	}
 	var lines []any
 	for _, r := range runs {
-		acc := r.finalAccuracy()
+		acc := chart.Values(r.finalAccuracy())
 		if len(acc) == 0 {
 			continue
 		}
 		for i := range acc {
 			acc[i] *= 100
 		}
-		lines = append(lines, r.cfg.Name, finite(densityCurve(acc, 200)))
+		lines = append(lines, r.cfg.Name, chart.Points(densityCurve(acc, 200)))
 	}
 	if len(lines) == 0 || plotutil.AddLines(p, lines...) != nil {
 		return nil
@@ -373,7 +371,7 @@ func timeSplit(r *runData) []keyValue {
 	out := []keyValue{{"rounds recorded", fmt.Sprint(len(r.lines))}, {"data", sec(d)}, {"train", sec(t)},
 		{"aggregate", sec(a)}, {"eval", sec(e)}, {"sum of the rounds", sec(d + t + a + e)}}
 	if r.summary != nil {
-		out = append(out, keyValue{"wall (the last process)", sec(r.summary.WallSeconds)},
+		out = append(out, keyValue{"wall (every segment of a resumed run)", sec(r.summary.WallSeconds)},
 			keyValue{"samples/s", fmt.Sprintf("%.0f", r.summary.SamplesPerSec)})
 	}
 	return out

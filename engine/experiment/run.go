@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -38,8 +39,14 @@ type Summary struct {
 	TailStd   float64 `json:"tail_std"`
 	TailEvals int     `json:"tail_evals"`
 
+	// SamplesPerSec and WallSeconds are over all the run's rounds: a resumed run's
+	// segments are summed (each checkpoint records the time of the rounds it holds).
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	WallSeconds   float64 `json:"wall_seconds"`
+
+	// Diverged is the round (from 1) whose training loss was not finite, which ended the
+	// run after the rounds of Rounds; 0 for a run that did not diverge.
+	Diverged int `json:"diverged_at_round,omitempty"`
 
 	// Novel is the novel-client study (data.holdout > 0), one entry per tuned part.
 	Novel []NovelSummary `json:"novel,omitempty"`
@@ -91,7 +98,9 @@ func (quiet) Log(string)                               {}
 type Options struct {
 	Observer Observer // progress; nil: none
 	// Overwrite lets a fresh run replace an existing run directory of the same name; without
-	// it such a run is refused and the old directory left as it was.
+	// it such a run is refused and the old directory left as it was. It replaces only a
+	// directory of pfl's own files (a run, suite or grid): one holding anything else is
+	// refused, naming the file.
 	Overwrite bool
 }
 
@@ -123,7 +132,8 @@ func RunWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 
 // Resume continues the run in dir from its last checkpoint, with the config it was
 // started with (its config.json). On the CPU the resumed run's metrics equal those of an
-// uninterrupted run.
+// uninterrupted run. A finished run is returned as its files hold it, nothing written; a
+// run stopped before its first checkpoint starts afresh.
 func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
@@ -260,7 +270,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		se.closeData()
 		return nil, err
 	}
-	if err := se.start(cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
@@ -271,7 +281,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 //
 // With a process group of several ranks (dist.FromContext) the run trains across
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
-func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
+func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
@@ -289,18 +299,26 @@ func (se *session) start(cfg Config, fed *data.Federated, build fl.Builder, dev 
 	}
 	err := cuda.SetMatmulPrecision(matmul)
 	if err == nil {
-		se.run, err = fl.New(fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
+		se.run, err = fl.NewContext(ctx, fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
 	}
 	if err != nil {
 		se.closeData()
+		if ierr := interrupted(ctx, "building the models"); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	if !dev.IsCUDA() {
-		if se.expected, err = memoryExpected(se.run); err != nil {
+		if se.expected, err = memoryExpected(ctx, cfg, se.run); err != nil {
 			se.close()
+			return err
 		}
 	}
-	return err
+	if err := interrupted(ctx, "building the models"); err != nil {
+		se.close()
+		return err
+	}
+	return nil
 }
 
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
@@ -327,7 +345,7 @@ func Evaluate(dir string) (fl.EvalResult, int, error) {
 		return fl.EvalResult{}, 0, err
 	}
 	defer se.close()
-	if err := restore(dir, cfg, se.run); err != nil {
+	if _, err := restore(dir, cfg, se.run); err != nil {
 		return fl.EvalResult{}, 0, err
 	}
 	ev, err := se.run.Evaluate()
@@ -335,18 +353,25 @@ func Evaluate(dir string) (fl.EvalResult, int, error) {
 }
 
 // openRunDir checks that dir may be written by this run: a fresh run refuses an existing
-// run unless opts.Overwrite; a resumed one needs a checkpoint.
-func openRunDir(dir string, resume bool, opts Options) error {
+// run unless opts.Overwrite (and then only a directory of pfl's own files); a resumed one
+// needs a checkpoint. A run stopped before its first checkpoint (a second signal during
+// round 1) has its config.json but no checkpoint: resuming it starts it afresh, which
+// openRunDir reports by returning false for resume.
+func openRunDir(dir string, resume bool, opts Options) (bool, error) {
 	if resume {
-		if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
-			return fmt.Errorf("%s has no checkpoint to resume from (%v)", dir, err)
+		_, err := os.Stat(filepath.Join(dir, checkpointFile))
+		if err == nil {
+			return true, nil
 		}
-		return nil
+		if _, cerr := os.Stat(filepath.Join(dir, "config.json")); cerr == nil && replaceable(dir) == nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s has no checkpoint to resume from (%v)", dir, err)
 	}
 	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
-		return fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
+		return false, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
-	return nil
+	return false, replaceable(dir)
 }
 
 // startRunDir makes a fresh run's directory (replacing an old one when overwriting) and
@@ -379,12 +404,15 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 		defer unlock()
-		if err := openRunDir(dir, resume, opts); err != nil {
+	}
+	if writes || resume {
+		asked := resume
+		var err error
+		if resume, err = openRunDir(dir, resume, opts); err != nil {
 			return nil, err
 		}
-	} else if resume {
-		if err := openRunDir(dir, resume, opts); err != nil {
-			return nil, err
+		if asked && !resume {
+			obs.Log(fmt.Sprintf("%s stopped before its first checkpoint: starting it afresh", dir))
 		}
 	}
 	se, err := prepare(ctx, cfg)
@@ -393,9 +421,16 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	}
 	defer se.close()
 	run, t := se.run, cfg.Train
+	var before float64 // the seconds the rounds restored took, in earlier processes
 	if resume {
-		if err := restore(dir, cfg, run); err != nil {
+		if before, err = restore(dir, cfg, run); err != nil {
 			return nil, err
+		}
+		if len(run.History) == t.Rounds && writes {
+			if res, ok := finishedRun(dir, cfg, run); ok {
+				obs.Log(fmt.Sprintf("%s finished its %d rounds before; nothing to do (raise train.rounds with --set to train more)", dir, t.Rounds))
+				return res, nil
+			}
 		}
 		// the resumable keys may have changed (more rounds): config.json follows
 		if writes {
@@ -405,6 +440,10 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 		obs.Log(fmt.Sprintf("resumed %s after round %d", dir, len(run.History)))
 	} else if writes {
+		// a signal during set-up stops it here: the run's directory is not created
+		if err := interrupted(ctx, "setting up the run"); err != nil {
+			return nil, err
+		}
 		if err := startRunDir(dir, cfg, se); err != nil {
 			return nil, err
 		}
@@ -442,6 +481,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 	}
 	start := time.Now()
+	wall := func() float64 { return before + time.Since(start).Seconds() } // every segment's rounds
 	samples := 0
 	first := len(run.History)
 	for round := first; round < t.Rounds; round++ {
@@ -456,8 +496,18 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 				return nil, fmt.Errorf("%w; the last checkpoint in %s is kept", err, dir)
 			}
 			// the failed round changed neither the global model nor the store
-			if cerr := checkpoint(dir, cfg, run); cerr != nil {
+			if cerr := checkpoint(dir, cfg, run, wall()); cerr != nil {
 				return nil, fmt.Errorf("%w (and saving the last good checkpoint failed: %v)", err, cerr)
+			}
+			var div *fl.DivergedError
+			if errors.As(err, &div) {
+				// the run ends here: its summary says so, and after which round
+				s := summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
+				s.EvalProtocol, s.Resources, s.Diverged = cfg.Train.EvalProtocol, run.Resources(), div.Round
+				s.WallSeconds, s.SamplesPerSec = throughput(run.History, wall())
+				if serr := writeJSON(filepath.Join(dir, "summary.json"), s); serr != nil {
+					return nil, fmt.Errorf("%w (and writing summary.json failed: %v)", err, serr)
+				}
 			}
 			return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
 		}
@@ -477,7 +527,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			return nil, err
 		}
 		if (round+1)%t.CheckpointEvery == 0 || last || stop {
-			if err := checkpoint(dir, cfg, run); err != nil {
+			if err := checkpoint(dir, cfg, run, wall()); err != nil {
 				return nil, err
 			}
 			obs.Log(fmt.Sprintf("checkpoint round %d", round+1))
@@ -490,10 +540,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	res := &Result{Dir: dir, History: run.History, Novel: run.Novel()}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
 	res.Summary.EvalProtocol, res.Summary.Resources = cfg.Train.EvalProtocol, run.Resources()
-	if wall := time.Since(start).Seconds(); wall > 0 {
-		res.Summary.WallSeconds = wall
-		res.Summary.SamplesPerSec = float64(samples) / wall
-	}
+	res.Summary.WallSeconds, res.Summary.SamplesPerSec = throughput(run.History, wall())
 	if res.Summary.Novel, err = studyNovel(dir, cfg, run); err != nil {
 		return nil, err
 	}
@@ -512,6 +559,35 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// throughput is the run's wall time, every segment of a resumed run summed, and its
+// training samples per second over all its rounds (0 for no time).
+func throughput(h []fl.RoundMetrics, wall float64) (float64, float64) {
+	samples := 0
+	for _, m := range h {
+		samples += m.Samples
+	}
+	if wall <= 0 {
+		return 0, 0
+	}
+	return wall, float64(samples) / wall
+}
+
+// finishedRun is the result of the finished run in dir, read back from its summary.json,
+// when the run has done all its rounds and written its summary: resuming it has nothing
+// to do and writes nothing. False when the summary is missing or is not this run's (a run
+// killed between its last checkpoint and its summary finishes writing its files).
+func finishedRun(dir string, cfg Config, run *fl.Run) (*Result, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, false
+	}
+	var s Summary
+	if json.Unmarshal(b, &s) != nil || s.Rounds != cfg.Train.Rounds || s.Diverged != 0 {
+		return nil, false
+	}
+	return &Result{Dir: dir, History: run.History, Novel: run.Novel(), Summary: s}, true
 }
 
 // metricsLine is one line of metrics.jsonl.

@@ -55,6 +55,67 @@ func lockDir(dir string) (func(), error) {
 	}, nil
 }
 
+// ownFiles are the names of the files pfl writes into a run, suite or grid directory (and
+// their maps/ and tb/ folders); ownFile adds the patterns of the rest.
+var ownFiles = map[string]bool{
+	"config.json": true, "partition.json": true, "checkpoint.safetensors": true, "metrics.jsonl": true,
+	"machine.json": true, "summary.json": true, "embeddings.csv": true, "embeddings.csv.tmp": true,
+	"embeddings_tsne.csv": true, "gains.csv": true, "novel.csv": true, "results.md": true, "report.html": true,
+	"maps.json": true,
+}
+
+// ownFigures are the figures pfl draws, each as .png and .svg.
+var ownFigures = []string{"accuracy", "loss", "clients", "novel", "gain_density", "embeddings_tsne", "partition"}
+
+// ownFile reports whether name, a file in a directory pfl wrote, is one pfl writes: a name
+// of ownFiles, a figure, a grid's sweep-*/clients-* figure, a maps sheet (client<N>.png), a
+// TensorBoard event file, or a hidden lock or temporary file (.<name>.lock, .<name>.tmp…).
+func ownFile(name string) bool {
+	if ownFiles[name] || strings.HasPrefix(name, "events.out.tfevents.") {
+		return true
+	}
+	if strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".lock") || strings.Contains(name, ".tmp")) {
+		return true
+	}
+	base, ext := strings.TrimSuffix(name, filepath.Ext(name)), filepath.Ext(name)
+	if ext != ".png" && ext != ".svg" {
+		return false
+	}
+	if slices.Contains(ownFigures, base) || strings.HasPrefix(base, "sweep-") || strings.HasPrefix(base, "clients-") {
+		return true
+	}
+	n, ok := strings.CutPrefix(base, "client")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil && ext == ".png"
+}
+
+// replaceable checks that dir may be replaced by a fresh run, suite or grid (--overwrite):
+// it holds a config.json (a run, suite or grid of pfl) and nothing anywhere below it but
+// what pfl writes there (ownFile). The error names the directory and the first file pfl
+// did not write, which replacing it would delete. A directory that does not exist or is
+// empty may be replaced.
+func replaceable(dir string) error {
+	if !existingRun(dir) {
+		return nil
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || (d.Type().IsRegular() && ownFile(d.Name())) {
+			return nil
+		}
+		return fmt.Errorf("%s holds %s, which pfl did not write: --overwrite replaces only pfl's own files; move it away or choose another name (--set name=...)", dir, p)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return fmt.Errorf("%s is not a pfl run, suite or grid (it has no config.json): --overwrite replaces only pfl's own directories; move it away or choose another name (--set name=...)", dir)
+	}
+	return nil
+}
+
 // existingRun reports whether dir already holds files (a run, finished or not).
 func existingRun(dir string) bool {
 	entries, err := os.ReadDir(dir)

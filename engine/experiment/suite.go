@@ -55,7 +55,10 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 		unlock()
 		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
 	}
-	err = os.RemoveAll(dir)
+	err = replaceable(dir)
+	if err == nil {
+		err = os.RemoveAll(dir)
+	}
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
 	}
@@ -70,8 +73,8 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 }
 
 // ResumeSuite continues the suite in dir: members with a checkpoint resume (a finished one
-// only rewrites its summary), members never started start, and the suite's table and plot
-// are written at the end.
+// is read back, its files untouched), members never started start, and the suite's table
+// and plot are written at the end.
 func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, error) {
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {

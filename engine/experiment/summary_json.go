@@ -25,6 +25,7 @@ type summaryJSON struct {
 	TailEvals     int             `json:"tail_evals"`
 	SamplesPerSec jsonfloat.Float `json:"samples_per_sec"`
 	WallSeconds   jsonfloat.Float `json:"wall_seconds"`
+	Diverged      int             `json:"diverged_at_round,omitempty"`
 	Novel         []novelJSON     `json:"novel,omitempty"`
 	EvalProtocol  string          `json:"eval_protocol"`
 	Resources     fl.Resources    `json:"resources"`
@@ -43,7 +44,8 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	j := summaryJSON{Name: s.Name, Rounds: s.Rounds, FinalMicro: f(s.FinalMicro), FinalMean: f(s.FinalMean),
 		FinalStd: f(s.FinalStd), P10: f(s.P10), P50: f(s.P50), P90: f(s.P90), Worst10: f(s.Worst10),
 		TailMean: f(s.TailMean), TailStd: f(s.TailStd), TailEvals: s.TailEvals,
-		SamplesPerSec: f(s.SamplesPerSec), WallSeconds: f(s.WallSeconds), EvalProtocol: s.EvalProtocol, Resources: s.Resources}
+		SamplesPerSec: f(s.SamplesPerSec), WallSeconds: f(s.WallSeconds), Diverged: s.Diverged, EvalProtocol: s.EvalProtocol,
+		Resources: s.Resources}
 	for _, n := range s.Novel {
 		j.Novel = append(j.Novel, novelJSON{Tuned: n.Tuned, Micro: jsonfloat.Slice(n.Micro),
 			Mean: jsonfloat.Slice(n.Mean), Std: jsonfloat.Slice(n.Std)})
@@ -60,7 +62,7 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	*s = Summary{Name: j.Name, Rounds: j.Rounds, FinalMicro: float64(j.FinalMicro), FinalMean: float64(j.FinalMean),
 		FinalStd: float64(j.FinalStd), P10: float64(j.P10), P50: float64(j.P50), P90: float64(j.P90),
 		Worst10: float64(j.Worst10), TailMean: float64(j.TailMean), TailStd: float64(j.TailStd), TailEvals: j.TailEvals,
-		SamplesPerSec: float64(j.SamplesPerSec), WallSeconds: float64(j.WallSeconds), EvalProtocol: j.EvalProtocol,
+		SamplesPerSec: float64(j.SamplesPerSec), WallSeconds: float64(j.WallSeconds), Diverged: j.Diverged, EvalProtocol: j.EvalProtocol,
 		Resources: j.Resources}
 	for _, n := range j.Novel {
 		s.Novel = append(s.Novel, NovelSummary{Tuned: n.Tuned, Micro: jsonfloat.Float64s(n.Micro),

@@ -47,7 +47,7 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 		return nil, err
 	}
 	se.train, se.test = train, test
-	if err := se.start(cfg, tf.Fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, tf.Fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil

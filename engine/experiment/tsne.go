@@ -20,6 +20,7 @@ import (
 	"pfl/engine/analysis"
 	"pfl/engine/data"
 	"pfl/engine/internal/atomicfile"
+	"pfl/engine/internal/chart"
 )
 
 // Embeddings are a run's client embeddings (embeddings.csv).
@@ -175,7 +176,11 @@ func EmbeddingTSNE(dir string) error {
 		return a[1] - b[1]
 	})
 	for _, k := range keys {
-		sc, err := plotter.NewScatter(byGroup[k])
+		pts := chart.Points(byGroup[k]) // the CSV keeps a coordinate that cannot be drawn
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
 		if err != nil {
 			return err
 		}
@@ -196,8 +201,8 @@ func EmbeddingTSNE(dir string) error {
 		}
 	}
 	for _, ext := range []string{"png", "svg"} {
-		if err := p.Save(6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
-			return fmt.Errorf("plot embeddings_tsne: %w", err)
+		if err := chart.Save(p, 6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
+			return err
 		}
 	}
 	return nil

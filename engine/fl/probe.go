@@ -23,16 +23,20 @@ func (r *Run) ClientsAtOnce() int {
 	return largest * r.Workers()
 }
 
-// ProbeActivations measures the bytes one client's training step holds besides the
-// parameters, on the CPU: a one-client model (as the run builds and wraps it) takes one
-// training batch of the first trainable client with gradients on, and the growth of the
-// CPU caching allocator's live bytes over the forward pass and loss is what autograd
-// keeps for the backward pass (the step's peak, give or take the gradients, which the
-// memory floor counts). It touches no stream or tensor of the run. False on CUDA, with
-// the cache off (PFL_CPU_CACHE=0), or on an error (the run reports errors itself).
-// Blocks under the cache's 1 MiB threshold are not counted: for models whose
-// activations are that small the floor dominates anyway.
-func (r *Run) ProbeActivations() (float64, bool) {
+// ProbeActivations measures the bytes one client's training step takes at its peak besides
+// the parameters, on the CPU, for a batch of samples samples (at most the client's): a
+// one-client model (as the run builds and wraps it) takes one training batch of the first
+// trainable client, forward, loss and the gradients of its trainable parameters, and the
+// high-water mark of the bytes CPU tensors hold over that step (the cache's large blocks
+// and glibc's small ones, HostCacheStats.PeakBytes) less what they held before is what a
+// client's step adds: what autograd keeps for the backward pass, the ops' transient
+// buffers and the gradients (which the memory floor counts too). It touches no stream or
+// tensor of the run. False on CUDA, with the cache off (PFL_CPU_CACHE=0), or on an error
+// (the run reports errors itself).
+//
+// A probe takes what it measures: the caller probes small batches first and extrapolates
+// before it probes the run's own batch (experiment's memoryExpected).
+func (r *Run) ProbeActivations(samples int) (float64, bool) {
 	if r.cfg.Device.IsCUDA() || len(r.trainable) == 0 {
 		return 0, false
 	}
@@ -53,7 +57,7 @@ func (r *Run) ProbeActivations() (float64, bool) {
 	}
 	defer m.Close()
 	c := r.trainable[0]
-	plan, err := data.NewPlan([]int{c}, [][]int{r.fed.Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: r.cfg.Batch, Seed: seed, Round: -1})
+	plan, err := data.NewPlan([]int{c}, [][]int{r.fed.Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: max(samples, 1), Seed: seed, Round: -1})
 	if err != nil {
 		return 0, false
 	}
@@ -73,6 +77,7 @@ func (r *Run) ProbeActivations() (float64, bool) {
 	if s.Err() != nil {
 		return 0, false
 	}
+	cuda.ResetHostCachePeak()
 	before, _ := cuda.HostCache()
 	st := s.Child()
 	defer st.Close()
@@ -81,6 +86,10 @@ func (r *Run) ProbeActivations() (float64, bool) {
 	if loss == nil || st.Err() != nil {
 		return 0, false
 	}
+	st.Grad([]*cuda.Tensor{st.Sum(loss, false)}, nil, model.Tensors(m.Params().Trainable()), cuda.GradOptions{AllowUnused: true})
+	if st.Err() != nil {
+		return 0, false
+	}
 	after, _ := cuda.HostCache()
-	return float64(max(after.LiveBytes-before.LiveBytes, 0)), true
+	return float64(max(after.PeakBytes-before.LiveBytes-before.SmallBytes, 0)), true
 }

@@ -262,9 +262,20 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		}
 	}
 	if bad != nil {
-		return nil, 0, fmt.Errorf("fl: round %d: the training loss of client(s) %v is not finite", round+1, bad)
+		return nil, 0, &DivergedError{Round: round + 1, Clients: bad}
 	}
 	return perClient, pairs, nil
+}
+
+// DivergedError is a round whose training loss is not finite (NaN or infinite) for some
+// clients: the run diverged, and the round changed neither the global model nor the store.
+type DivergedError struct {
+	Round   int   // 1-based
+	Clients []int // the clients whose loss is not finite
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("fl: round %d: the training loss of client(s) %v is not finite", e.Round, e.Clients)
 }
 
 // padPlan extends p with idle steps (mask 0, sample index 0) to steps steps.

@@ -1,6 +1,7 @@
 package fl
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,12 +69,15 @@ func (c Config) GroupThreads(k int) int {
 // buildGroups makes the models of the groups sharing k clients per round, and one
 // evaluation model per worker thread beyond the first when several threads train;
 // nothing for a single group.
-func (r *Run) buildGroups(k int, g *cuda.Generator) error {
+func (r *Run) buildGroups(ctx context.Context, k int, g *cuda.Generator) error {
 	sizes := r.cfg.GroupSizes(k)
 	if len(sizes) < 2 {
 		return nil
 	}
 	for _, size := range sizes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		m, err := r.build(size, g)
 		if err != nil {
 			return err
@@ -82,6 +86,9 @@ func (r *Run) buildGroups(k int, g *cuda.Generator) error {
 	}
 	if threads := r.cfg.GroupThreads(k); threads > 1 {
 		for range threads {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			m, err := r.build(r.cfg.EvalChunk, g)
 			if err != nil {
 				return err

@@ -191,7 +191,7 @@ func TestProbeActivations(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		size, ok := r.ProbeActivations()
+		size, ok := r.ProbeActivations(batch)
 		if !ok || size <= 0 {
 			t.Fatalf("batch %d: probe %v bytes (%v)", batch, size, ok)
 		}

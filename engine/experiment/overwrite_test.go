@@ -1,0 +1,71 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOverwriteReplacesEverythingPflWrites: a suite with every output pfl writes (a FedTP
+// member's embeddings and t-SNE, a local member for the gain density, novel clients, maps,
+// the reports) and a grid (sweep, seeds, per-client plots) are replaceable as they are;
+// one file pfl did not write anywhere in them, or a folder without config.json, is not.
+func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
+	out := t.TempDir()
+	cfg := filled(Config{Name: "suite", Out: out, Suite: []string{"fedtp", "local"},
+		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
+		Model:     ModelConfig{Preset: "tiny-vit", Depth: ptr(int64(1)), Patch: ptr(int64(8)), Dim: ptr(int64(16)), Heads: ptr(int64(2)), HeadDim: ptr(int64(8)), MLP: ptr(int64(32))},
+		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
+		Novel:     NovelConfig{Epochs: 1}})
+	res, err := RunSuite(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Maps(res.Dir, MapOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g := smallGrid(out, "grid")
+	g.Train.Rounds = 1
+	if _, err := RunGrid(context.Background(), g, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{res.Dir, filepath.Join(out, "grid")} {
+		if _, err := Report(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := replaceable(dir); err != nil {
+			t.Fatalf("pfl's own outputs: %v", err)
+		}
+	}
+	for _, f := range []string{"fedtp/embeddings_tsne.png", "gain_density.png", "novel.png", "maps/maps.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Errorf("the suite lacks an output the test means to cover: %v", err)
+		}
+	}
+	foreign := filepath.Join(res.Dir, "fedtp", "maps-notes.md")
+	if err := os.WriteFile(foreign, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceable(res.Dir); err == nil || !strings.Contains(err.Error(), foreign) {
+		t.Fatalf("a file pfl did not write: %v", err)
+	}
+	if _, err := RunSuiteWith(context.Background(), cfg, Options{Overwrite: true}); err == nil {
+		t.Fatal("the suite was overwritten over a file pfl did not write")
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Fatalf("overwriting deleted %s: %v", foreign, err)
+	}
+	empty := filepath.Join(out, "nopfl")
+	if err := os.MkdirAll(filepath.Join(empty, "tb"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(empty, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceable(empty); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("a folder without config.json: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+// Package chart renders and saves gonum plots whatever data they were given: one point,
+// values all equal, huge values or non-finite ones. gonum/plot panics on an axis whose range
+// it cannot split into ticks (an axis from 3.8e25 to 3.8e25: its own widening by ±1 is lost
+// in the rounding) and returns errors for NaN or infinite points; a figure is a by-product
+// of a run, so neither may cost the run. Every figure pfl draws goes through this package.
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"pfl/engine/internal/atomicfile"
+)
+
+// Limit is the largest magnitude a drawn coordinate may have. The tick and layout
+// arithmetic of gonum/plot subtracts and scales coordinates: an axis from -1e308 to 1e308
+// spans more than a float64 holds. Values beyond it are dropped from figures like NaN (the
+// metrics files keep them).
+const Limit = 1e300
+
+// Drawable reports whether v can be drawn: finite and within ±Limit.
+func Drawable(v float64) bool { return !math.IsNaN(v) && math.Abs(v) <= Limit }
+
+// Points is pts without the points that cannot be drawn (a coordinate NaN, infinite or
+// beyond Limit).
+func Points(pts plotter.XYs) plotter.XYs {
+	var out plotter.XYs
+	for _, p := range pts {
+		if Drawable(p.X) && Drawable(p.Y) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Values is vs without the values that cannot be drawn.
+func Values(vs []float64) []float64 {
+	var out []float64
+	for _, v := range vs {
+		if Drawable(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// fixAxes gives each axis of p a range gonum can tick: a non-finite end takes the other
+// end's value (both: 0 to 1), and a range too narrow to split (a single point, equal
+// values, or ends equal once rounded) is widened around its centre by 5% of its magnitude
+// (at least ±0.5).
+func fixAxes(p *plot.Plot) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		lo, hi := a.Min, a.Max
+		switch {
+		case !Drawable(lo) && !Drawable(hi):
+			lo, hi = 0, 1
+		case !Drawable(lo):
+			lo = hi
+		case !Drawable(hi):
+			hi = lo
+		}
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		mag := math.Max(math.Abs(lo), math.Abs(hi))
+		if hi-lo <= mag*1e-9 {
+			pad := math.Max(0.05*mag, 0.5)
+			lo, hi = lo-pad, hi+pad
+		}
+		a.Min, a.Max = lo, hi
+	}
+}
+
+// Render draws p as an image of w×h in format ("png", "svg"). A panic inside gonum/plot
+// (a case fixAxes does not foresee) is returned as an error.
+func Render(p *plot.Plot, w, h vg.Length, format string) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("cannot draw the figure: %v", r)
+		}
+	}()
+	fixAxes(p)
+	wt, err := p.WriterTo(w, h, format)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Save draws p into path (its extension, .png or .svg, chooses the format), atomically:
+// a figure that cannot be drawn leaves an earlier file at path as it was.
+func Save(p *plot.Plot, w, h vg.Length, path string) error {
+	b, err := Render(p, w, h, strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), "."))
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, b)
+}
