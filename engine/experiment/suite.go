@@ -96,6 +96,10 @@ func IsSuite(dir string) bool {
 	return err == nil && len(cfg.Suite) > 0 && !cfg.IsGrid()
 }
 
+// SuiteMembers returns the config of every member of cfg's suite, each as RunSuite runs
+// it (Name is the member's label); seeds and a sweep are the grid's and are refused here.
+func SuiteMembers(cfg Config) ([]Config, error) { return suiteMembers(cfg) }
+
 // suiteMembers makes and validates every member's config.
 func suiteMembers(cfg Config) ([]Config, error) {
 	if err := cfg.Validate(); err != nil {
