@@ -24,8 +24,10 @@ func trainCmd(args []string, out io.Writer) error {
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume only train.rounds, eval_every, checkpoint_every and tail_rounds)")
 	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
+	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and exit")
+	dry := fs.Bool("dry-run", false, "check the config, prepare every run (data, models, memory), time its first round and one evaluation and project the wall time; write nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml] [--set key=value]... [--overwrite] | --resume <run dir> [--set key=value]...")
+		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml|name] [--set key=value]... [--overwrite] [--print-config] [--dry-run] | --resume <run dir> [--set key=value]...")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "\nalgorithm.name (and suite) take: "+fl.AlgorithmNames()+" (pfl algorithms describes them)")
 	}
@@ -35,17 +37,26 @@ func trainCmd(args []string, out io.Writer) error {
 	ctx, stop := interruptible(out)
 	defer stop()
 	if *resume != "" {
-		if *path != "" || *overwrite {
-			return fmt.Errorf("--resume continues a run with its own config; drop -c and --overwrite")
+		if *path != "" || *overwrite || *printCfg || *dry {
+			return fmt.Errorf("--resume continues a run with its own config; drop -c, --overwrite, --print-config and --dry-run")
 		}
 		return resumeRun(ctx, *resume, sets, out)
 	}
-	cfg, err := loadConfig(*path, sets)
+	cfg, sources, err := loadConfigSources(*path, sets)
 	if err != nil {
 		return err
 	}
+	if *printCfg {
+		if *dry {
+			return fmt.Errorf("--print-config and --dry-run: give one")
+		}
+		return printConfig(out, cfg, sources)
+	}
 	if err := checkDevice(cfg.Device); err != nil {
 		return err
+	}
+	if *dry {
+		return dryRun(ctx, out, cfg)
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
 	ctx, leave, err := joinGroup(ctx, cfg, out)

@@ -98,7 +98,7 @@ func IsSuite(dir string) bool {
 
 // SuiteMembers returns the config of every member of cfg's suite, each as RunSuite runs
 // it (Name is the member's label); seeds and a sweep are the grid's and are refused here.
-func SuiteMembers(cfg Config) ([]Config, error) { return suiteMembers(cfg) }
+func SuiteMembers(cfg Config) ([]Config, error) { return suiteMembers(cfg.Resolved()) }
 
 // suiteMembers makes and validates every member's config.
 func suiteMembers(cfg Config) ([]Config, error) {
