@@ -240,8 +240,8 @@ func printResult(out io.Writer, res *experiment.Result) {
 	}
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
-	fmt.Fprintf(out, "final accuracy %.4f; per client %.4f ± %.4f (p10 %.3f, median %.3f, p90 %.3f, worst 10%% %.3f)\n",
-		s.FinalMicro, s.FinalMean, s.FinalStd, s.P10, s.P50, s.P90, s.Worst10)
-	fmt.Fprintf(out, "accuracy over the last %d evaluations %.4f ± %.4f\n", s.TailEvals, s.TailMean, s.TailStd)
+	fmt.Fprintf(out, "final accuracy %.2f%%; per client %.2f ± %.2f (p10 %.2f, median %.2f, p90 %.2f, worst 10%% %.2f)\n",
+		100*s.FinalMicro, 100*s.FinalMean, 100*s.FinalStd, 100*s.P10, 100*s.P50, 100*s.P90, 100*s.Worst10)
+	fmt.Fprintf(out, "accuracy over the last %d evaluations %.2f ± %.2f %%\n", s.TailEvals, 100*s.TailMean, 100*s.TailStd)
 	fmt.Fprintf(out, "run directory: %s\n", res.Dir)
 }
