@@ -141,9 +141,10 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 	}
 	res := &SuiteResult{Dir: dir}
 	var dirs []string
+	count := newRunCounter(len(members))
 	for _, m := range members {
 		alg := m.Name
-		obs.Log(fmt.Sprintf("== %s", alg))
+		obs.Log(count.next(alg))
 		mdir := filepath.Join(m.Out, m.Name)
 		var r *Result
 		var err error
@@ -158,6 +159,7 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
 		}
+		count.trained()
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}
