@@ -156,7 +156,7 @@ func EmbeddingTSNE(dir string) error {
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: t-SNE of the client embeddings", cfg.Name)
-	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1", "t-SNE 2"
+	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1 (no unit)", "t-SNE 2 (no unit)"
 	byGroup := map[[2]int]plotter.XYs{} // (group, novel)
 	var keys [][2]int
 	for i := range e.Clients {
@@ -200,6 +200,9 @@ func EmbeddingTSNE(dir string) error {
 			p.Legend.Add(name, sc)
 		}
 	}
+	chart.Pad(p, 0.05)
+	// clients fill the whole map: the legend goes beside it
+	chart.LegendOutside(p, 6*vg.Inch, 5*vg.Inch)
 	for _, ext := range []string{"png", "svg"} {
 		if err := chart.Save(p, 6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
 			return err
