@@ -85,6 +85,10 @@ func Render(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
 	return RenderBeside(p, nil, 0, w, h, format)
 }
 
+// Rendered, when set, sees every figure right before it is drawn (its axes fixed): tests
+// check titles, labels and axis ranges through it; nothing else sets it.
+var Rendered func(p, side *plot.Plot)
+
 // RenderBeside is Render with a second plot, side (a colour bar), drawn in a strip sideW
 // wide on the right of the figure (side nil: none).
 func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b []byte, err error) {
@@ -99,6 +103,9 @@ func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b [
 	}
 	dc := draw.New(c)
 	fixAxes(p)
+	if Rendered != nil {
+		Rendered(p, side)
+	}
 	if side != nil {
 		fixAxes(side)
 		dc.Max.X -= sideW

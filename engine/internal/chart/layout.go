@@ -84,6 +84,11 @@ func cornerFree(c Corner, fw, fh float64, curves []plotter.XYs) bool {
 	return true
 }
 
+// Placed, when set, is told of every legend PlaceLegend places: the plot, the corner, the
+// legend's size and the data it avoided, in data-area fractions. Tests use it to check
+// each figure's legend against its data; nothing else sets it.
+var Placed func(p *plot.Plot, c Corner, fw, fh float64, data []plotter.XYs)
+
 // PlaceLegend puts p's legend, for a figure of w × h, in the first corner of the data area
 // where it covers none of curves (the figure's data, as drawn: polylines in data
 // coordinates; a band passes its two edges), else outside the axes on the right. Call it
@@ -109,6 +114,9 @@ func PlaceLegend(p *plot.Plot, w, h vg.Length, curves ...plotter.XYs) Corner {
 		norm = append(norm, n)
 	}
 	c := FreeCorner(fw, fh, norm...)
+	if Placed != nil {
+		Placed(p, c, fw, fh, norm)
+	}
 	p.Legend.XOffs, p.Legend.YOffs = 0, 0
 	switch c {
 	case Outside:
