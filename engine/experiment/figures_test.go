@@ -24,7 +24,9 @@ func figureHistory(rounds, clients int, skill float64) []fl.RoundMetrics {
 		acc := make([]float64, clients)
 		var ids []int
 		for c := range acc {
-			acc[c] = math.Min(1, math.Max(0, mean+0.25*(float64(c)/float64(max(clients-1, 1))-0.5)))
+			// clients spread around the mean, each algorithm ordering them differently
+			u := math.Mod(float64(c)*0.618+skill*7.3, 1)
+			acc[c] = math.Min(1, math.Max(0, mean+0.3*(u-0.5)))
 			ids = append(ids, c)
 		}
 		h = append(h, fl.RoundMetrics{Round: r, Clients: ids, TrainLoss: 2.3 * math.Exp(-float64(r)/float64(rounds)), Samples: 10,

@@ -163,7 +163,7 @@ func densityCurve(xs []float64, points int, lo, hi float64) plotter.XYs {
 		spread = math.Min(sigma, iqr)
 	}
 	h := 0.9 * spread * math.Pow(n, -0.2)
-	if h <= 0 || math.IsNaN(h) {
+	if !(h > 1e-9*math.Max(math.Abs(mean), 1)) { // equal values, bar rounding in the mean
 		h = 1
 	}
 	from, to := math.Max(s[0]-3*h, lo), math.Min(s[len(s)-1]+3*h, hi)
