@@ -104,9 +104,12 @@ func (m Manifest) Heatmap(path string) error {
 	p.Title.Text = fmt.Sprintf("%s: %s, %d clients: train samples per class", m.Dataset, m.partitionName(), len(m.TrainCount))
 	p.X.Label.Text = "client"
 	p.Y.Label.Text = "class"
+	p.X.Tick.Marker, p.Y.Tick.Marker = chart.IntTicks{}, chart.IntTicks{}
 	p.Add(h)
 	w := vg.Length(4+0.08*float64(len(m.TrainCount))) * vg.Inch
 	ht := vg.Length(3+0.05*float64(m.Classes)) * vg.Inch
+	// a few clients: still as wide as the title
+	w = max(w, p.Title.TextStyle.Rectangle(p.Title.Text).Size().X+0.5*vg.Inch)
 	// the colour scale: samples per cell, 0 to the largest count
 	bar := plot.New()
 	cb := &plotter.ColorBar{ColorMap: pal, Vertical: true}

@@ -112,7 +112,7 @@ func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b [
 		// the strip spans the main plot's data area, so the bar lines up with it
 		data := p.DataCanvas(dc)
 		sc := dc
-		sc.Min.X, sc.Max.X = dc.Max.X, dc.Max.X+sideW
+		sc.Min.X, sc.Max.X = dc.Max.X, dc.Max.X+sideW-vg.Points(6) // off the figure's edge
 		sc.Min.Y, sc.Max.Y = data.Min.Y, data.Max.Y
 		side.Draw(sc)
 	}

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -208,4 +209,30 @@ func LogX(p *plot.Plot) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.X.Label.Text += ", log scale"
+}
+
+// IntTicks marks whole numbers only (clients, classes: a tick at 2.5 names nothing), at
+// most about ten labelled ones, the step a 1, 2 or 5 times a power of ten.
+type IntTicks struct{}
+
+// Ticks returns the whole-number ticks within [min, max].
+func (IntTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !Drawable(lo) || !Drawable(hi) || hi < lo {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	step := 1.0
+	for i := 0; (hi-lo)/step > 10; i++ {
+		step *= []float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, …
+	}
+	if (hi-lo)/step > 1e4 {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v+0, 'f', 0, 64)})
+	}
+	if len(ticks) == 0 {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	return ticks
 }
