@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"image/color"
 	"math"
 	"strconv"
 
@@ -235,4 +236,13 @@ func (IntTicks) Ticks(lo, hi float64) []plot.Tick {
 		return plot.DefaultTicks{}.Ticks(lo, hi)
 	}
 	return ticks
+}
+
+// Categorical are twelve colours told apart at a glance (Tableau's ten, then two darker
+// ones), for figures with a colour per client; plotutil's seven repeat too soon.
+var Categorical = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+	color.RGBA{23, 190, 207, 255}, color.RGBA{0, 0, 0, 255}, color.RGBA{0, 0, 128, 255},
 }
