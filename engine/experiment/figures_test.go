@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/base64"
 	"fmt"
 	"math"
 	"os"
@@ -102,9 +103,16 @@ func TestFigures(t *testing.T) {
 				if f == nil {
 					return fmt.Errorf("distribution %d: no figure", i)
 				}
+				png, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(string(f.Src), "data:image/png;base64,"))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("distribution-%d.png", i+1)), png, 0o644); err != nil {
+					return err
+				}
 			}
 			return nil
-		}, nil},
+		}, []string{"distribution-1.png", "distribution-2.png"}},
 		{"t-SNE", func(t *testing.T, dir string) error { return figureTSNE(t, dir) }, []string{"embeddings_tsne.png"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {

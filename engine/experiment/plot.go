@@ -50,7 +50,7 @@ func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 	for i, a := range sorted {
 		per = append(per, plotter.XY{X: float64(i), Y: 100 * a})
 	}
-	return save(dir, "clients", name+": final accuracy per client (sorted)", "client (sorted)", "accuracy, %", "client", per)
+	return save(dir, "clients", name+": final accuracy per client (sorted)", "client, sorted by final accuracy", "accuracy, %", "client", per)
 }
 
 // save draws named lines (label, points, label, points, ...) into dir/base.{png,svg}.

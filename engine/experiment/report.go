@@ -310,6 +310,7 @@ func distribution(runs []*runData) *figure {
 		p.Y.Min = 0
 		chart.Pad(p, 0.03)
 		p.Y.Min = 0
+		p.Y.Tick.Marker = chart.IntTicks{} // a count of clients
 		return plotPNG(p, fmt.Sprintf("%d clients that train (novel clients left out)", len(acc)), 6*vg.Inch, 3.5*vg.Inch)
 	}
 	var lines []any
