@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -191,12 +192,21 @@ func Caption(img image.Image, text string, bg color.Color) *image.RGBA {
 }
 
 // WithColorBar is sheet with the jet colour scale under it: a bar from 0 (blue) to 1
-// (red) with its ends and label written beside it, so a reader can read a map's values.
+// (red) with its ends written beside it and label under it, wrapped to the sheet's width, so a reader can read a map's values.
 func WithColorBar(sheet image.Image, label string) *image.RGBA {
 	const pad, barH = 6, 12
 	face := basicfont.Face7x13
 	b := sheet.Bounds()
-	h := barH + face.Height + 3*pad
+	// the label wrapped at words to the sheet's width
+	var lines []string
+	for _, w := range strings.Fields(label) {
+		if n := len(lines); n > 0 && font.MeasureString(face, lines[n-1]+" "+w).Ceil() <= b.Dx()-2*pad {
+			lines[n-1] += " " + w
+		} else {
+			lines = append(lines, w)
+		}
+	}
+	h := barH + len(lines)*face.Height + 3*pad
 	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
 	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
 	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), sheet, b.Min, draw.Src)
@@ -216,6 +226,8 @@ func WithColorBar(sheet image.Image, label string) *image.RGBA {
 	}
 	text("0", pad, y+barH-1)
 	text("1", x1+pad/2, y+barH-1)
-	text(label, x0, y+barH+pad+face.Ascent)
+	for i, l := range lines {
+		text(l, pad, y+barH+pad+face.Ascent+i*face.Height)
+	}
 	return out
 }

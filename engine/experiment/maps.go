@@ -174,7 +174,7 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 			grid = append(grid, r[ci])
 		}
 		sheet := analysis.WithColorBar(analysis.Sheet(grid, append([]string{fmt.Sprintf("client %d", c)}, names...), labels[ci]),
-			"map value: rollout divided by its maximum, focal modulation min-max scaled; under each map the model's prediction")
+			"map value (rollout: divided by its maximum; focal modulation: min-max scaled). Under each map: the model's prediction, right or wrong.")
 		name := fmt.Sprintf("client%d.png", c)
 		if err := analysis.WritePNG(filepath.Join(out, name), sheet); err != nil {
 			return nil, err
