@@ -111,6 +111,7 @@ func band(name string, runs []plotter.XYs) bandCurve {
 func drawBands(path, title string, curves []bandCurve) error {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "round", "accuracy, %"
+	p.X.Tick.Marker = chart.IntTicks{}
 	var data []plotter.XYs
 	// every band first, every line on top: a later member's band must not veil an
 	// earlier member's line

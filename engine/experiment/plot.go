@@ -57,6 +57,7 @@ func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 func save(dir, base, title, x, y string, lines ...any) error {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.X.Tick.Marker = chart.IntTicks{} // rounds, epochs, clients: no tick at 2.5
 	var args []any
 	var curves []plotter.XYs
 	for i := 0; i+1 < len(lines); i += 2 {
@@ -100,6 +101,7 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	}
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy (all test samples)", "round", "accuracy, %"
+	p.X.Tick.Marker = chart.IntTicks{}
 	var args []any
 	var curves []plotter.XYs
 	for i, dir := range dirs {

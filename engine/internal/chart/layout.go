@@ -229,10 +229,11 @@ func (IntTicks) Ticks(lo, hi float64) []plot.Tick {
 		return plot.DefaultTicks{}.Ticks(lo, hi)
 	}
 	var ticks []plot.Tick
-	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+	for v := math.Ceil(lo/step) * step; v <= hi && len(ticks) < 20; v += step {
 		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v+0, 'f', 0, 64)})
 	}
-	if len(ticks) == 0 {
+	// a range so far from 0 that v + step rounds back to v: gonum's own ticks
+	if len(ticks) == 0 || len(ticks) == 20 || math.Abs(hi) > 1e15 || math.Abs(lo) > 1e15 {
 		return plot.DefaultTicks{}.Ticks(lo, hi)
 	}
 	return ticks
