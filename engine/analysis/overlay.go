@@ -174,10 +174,17 @@ func WritePNG(path string, img image.Image) error {
 }
 
 // Caption is img with a line of text under it on a strip of colour bg (a prediction, on
-// green when right and red when wrong), as wide as img.
-func Caption(img image.Image, text string, bg color.Color) *image.RGBA {
+// green when right and red when wrong), as wide as img: the first of texts that fits
+// (longest first), else the last cut to fit.
+func Caption(img image.Image, bg color.Color, texts ...string) *image.RGBA {
 	face := basicfont.Face7x13
 	b := img.Bounds()
+	text := ""
+	for _, t := range texts {
+		if text = t; font.MeasureString(face, t).Ceil() <= b.Dx()-2 {
+			break
+		}
+	}
 	h := face.Height + 4
 	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
 	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), img, b.Min, draw.Src)

@@ -338,17 +338,18 @@ func classSpread(test []int, labels []int64, n int) []int {
 	return append(out, rest[:min(n-len(out), len(rest))]...)
 }
 
-// predictionCaption is a map with the model's prediction under it: on green when it is
-// the image's class, on red when not.
+// predictionCaption is a map with the model's predicted class under it: on green when it
+// is the image's class, on red when not.
 func predictionCaption(img image.Image, pred, label int, names []string) image.Image {
 	name := fmt.Sprint(pred)
 	if pred < len(names) {
 		name = names[pred]
 	}
+	// a long class name on a small image: the colour alone says right or wrong
 	if pred == label {
-		return analysis.Caption(img, name+": right", color.RGBA{R: 30, G: 130, B: 60, A: 255})
+		return analysis.Caption(img, color.RGBA{R: 30, G: 130, B: 60, A: 255}, name+": right", name)
 	}
-	return analysis.Caption(img, name+": wrong", color.RGBA{R: 190, G: 40, B: 40, A: 255})
+	return analysis.Caption(img, color.RGBA{R: 190, G: 40, B: 40, A: 255}, name+": wrong", name)
 }
 
 // tokenCount is the length of a ViT's position embedding (the class token and the
