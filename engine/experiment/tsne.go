@@ -108,10 +108,14 @@ func clientGroups(dir string) ([]int, error) {
 // that, colours repeat and cannot tell clients apart.
 var maxTSNEClients = len(chart.Categorical)
 
+// maxTSNELabels is the most clients a t-SNE writes the number of next to its point.
+const maxTSNELabels = 64
+
 // EmbeddingTSNE draws the t-SNE of a run's client embeddings (FedTP Fig. 9, TransFed
 // Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, a colour per client
 // (up to maxTSNEClients; more: a colour per coarse group) and a marker shape per coarse
-// group when the partition has one, novel clients as crosses, the legend beside the map, and the coordinates in
+// group when the partition has one, novel clients as crosses, past that each point's client
+// number beside it (up to maxTSNELabels), the legend beside the map, and the coordinates in
 // dir/embeddings_tsne.csv (client, novel, group, x, y; group −1 without groups). The
 // layout is seeded by the run's seed. A run without embeddings.csv is an error.
 func EmbeddingTSNE(dir string) error {
@@ -224,6 +228,24 @@ func EmbeddingTSNE(dir string) error {
 		p.Add(sc)
 		if len(keys) <= 24 {
 			p.Legend.Add(name, sc)
+		}
+	}
+	if !perClient && n <= maxTSNELabels {
+		// too many clients for a colour each: each point names its client
+		var xy plotter.XYs
+		var names []string
+		for i, c := range e.Clients {
+			if chart.Drawable(y[2*i]) && chart.Drawable(y[2*i+1]) {
+				xy = append(xy, plotter.XY{X: y[2*i], Y: y[2*i+1]})
+				names = append(names, strconv.Itoa(c))
+			}
+		}
+		if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names}); err == nil && len(xy) > 0 {
+			for i := range lb.TextStyle {
+				lb.TextStyle[i].Font.Size = vg.Points(7)
+			}
+			lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(2)}
+			p.Add(lb)
 		}
 	}
 	chart.Pad(p, 0.05)
