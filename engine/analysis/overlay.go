@@ -148,6 +148,14 @@ func Sheet(cells [][]image.Image, rowLabels, colLabels []string) *image.RGBA {
 	}
 	for j, l := range colLabels {
 		if j < cols {
+			// a label wider than its column would run into the next: without its first
+			// word ("#15 Ankle boot": the image's number), then cut
+			if _, rest, ok := strings.Cut(l, " "); ok && font.MeasureString(face, l).Ceil() > cw {
+				l = rest
+			}
+			for font.MeasureString(face, l).Ceil() > cw && len(l) > 1 {
+				l = l[:len(l)-1]
+			}
 			w := font.MeasureString(face, l).Ceil()
 			text(l, left+pad+j*(cw+pad)+max(0, (cw-w)/2), top-pad-3)
 		}
