@@ -54,7 +54,7 @@ type Config struct {
 	Graphs bool
 	// Group, when it has more than one rank, trains the run across processes: each rank
 	// trains its share of every round's clients and evaluates its share of the clients,
-	// and the server update is all-reduced (dist.go). nil or one rank: this process alone.
+	// and the server update is all-reduced (server.go). nil or one rank: this process alone.
 	Group *cuda.ProcessGroup
 }
 

@@ -65,10 +65,6 @@ type PFedGPIP struct {
 	nClasses int // the dataset's classes (setClasses), X̄'s first dimension
 }
 
-// classCounter is a Strategy whose model depends on the number of classes; New tells it
-// before it builds any model.
-type classCounter interface{ setClasses(n int) }
-
 func (p *PFedGPIP) setClasses(n int) { p.nClasses = n }
 
 // inducingStd is the official initialization's scale, torch.randn(...)·0.01.
