@@ -72,10 +72,14 @@ const (
 	EvalFedPerfix EvalProtocol = "fedperfix"
 )
 
+// DefaultLR is the local learning rate when none is given (Config.LR, the config's
+// train.lr default).
+const DefaultLR = 0.01
+
 func (c *Config) defaults() {
 	defaults.Set(&c.Epochs, 1)
 	defaults.Set(&c.Batch, 64)
-	defaults.Set(&c.LR, 0.01)
+	defaults.Set(&c.LR, DefaultLR)
 	defaults.Set(&c.EvalChunk, c.PerRound)
 	defaults.Set(&c.EvalBatch, c.Batch)
 	defaults.Set(&c.Protocol, EvalFedTP)

@@ -133,10 +133,7 @@ type PFedGPConfig struct {
 
 // DefaultPFedGP is the official trainer's setting (experiments/heterogeneous_class_dist/
 // trainer.py defaults; the kernel's jitter 1e-3 is the official GP model's).
-func DefaultPFedGP() PFedGPConfig {
-	return PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, Draws: 20, Steps: 5, EvalDraws: 30, EvalSteps: 5,
-		Objective: "predictive", PredictRatio: 0.5, Inducing: 100, Uniform: true, LossScaler: 1, Clip: 50}
-}
+func DefaultPFedGP() PFedGPConfig { return PFedGPSettings{}.Default().config() }
 
 // pfedgpJitter is the official GPModel's jitter_val.
 const pfedgpJitter = 1e-3
@@ -157,22 +154,10 @@ func (p *PFedGP) gpConfig(eval bool) gp.Config {
 	return c
 }
 
-// Validate reports a setting that cannot run.
+// Validate reports a setting that cannot run, naming its config key (PFedGPSettings).
 func (c PFedGPConfig) Validate() error {
-	if c.EmbedDim < 1 {
-		return fmt.Errorf("pfedgp: embed_dim %d, want at least 1", c.EmbedDim)
-	}
-	if c.Objective != "predictive" && c.Objective != "marginal" {
-		return fmt.Errorf("pfedgp: objective %q, want predictive or marginal", c.Objective)
-	}
-	if !(c.LossScaler > 0) || math.IsInf(c.LossScaler, 1) {
-		return fmt.Errorf("pfedgp: loss scaler %g, want a finite value > 0", c.LossScaler)
-	}
-	if !(c.Clip >= 0) {
-		return fmt.Errorf("pfedgp: clip %g, want >= 0 (0: none)", c.Clip)
-	}
-	if c.EvalDraws < 1 || c.EvalSteps < 0 {
-		return fmt.Errorf("pfedgp: evaluation needs at least one Gibbs chain and no negative steps, got %d, %d", c.EvalDraws, c.EvalSteps)
+	if err := c.settings().Validate(); err != nil {
+		return err
 	}
 	p := PFedGP{PFedGPConfig: c}
 	return p.gpConfig(false).Validate()
