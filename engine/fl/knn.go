@@ -35,12 +35,6 @@ func (c KNN) Validate() error {
 	return k.Err()
 }
 
-// Memorizer is a Strategy whose clients predict with a KNN memory of their training data.
-type Memorizer interface {
-	Strategy
-	Memory() KNN
-}
-
 // buildMemory embeds every training sample of the clients ids with embed (the model in
 // evaluation mode: its features for the KNN, what a Conditioner's Embed returns), in s:
 // one pass in order, no augmentation, no noise.

@@ -25,7 +25,7 @@ type Run struct {
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
 	personal []bool
-	hooks    hooks // the strategy's lifecycle hooks (strategy.go)
+	hooks    hooks // the strategy's lifecycle hooks (lifecycle.go)
 	genIdx   []int // indices of the generated parameters, in model order
 	isGen    []bool
 	stacked  model.Model // K = PerRound

@@ -7,7 +7,7 @@ import (
 	"pfl/cuda"
 )
 
-// The server update (step 3 of the lifecycle, strategy.go): the generator learns, the
+// The server update (step 3 of the lifecycle, lifecycle.go): the generator learns, the
 // shared parameters are averaged, the personal rows go back to the store; across processes
 // every sum over clients is all-reduced.
 
@@ -139,31 +139,6 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 // per-client counts the same exact way; under FedPerfix's protocol each rank first
 // evaluates the clients it trained, and those results are gathered alike. The all-reduce of a Gloo or NCCL group hands
 // every rank the same bits, so the replicas cannot drift apart.
-
-// ShardedLearner is a Generative whose Learn is a sum over the round's clients followed by
-// one update of the server state, so that under training across processes every rank
-// computes its clients' part of the sum, the parts are all-reduced, and every rank
-// applies the same update. Learn must equal LearnApply(LearnSum(...)).
-type ShardedLearner interface {
-	Generative
-	// LearnSum is the round's clients' part of the server gradient: one tensor per
-	// server parameter, weighted by weights as Learn weights them (the m_k/M of the
-	// whole round, so the parts add up to the whole).
-	LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor
-	// LearnApply updates the server state with the summed gradient.
-	LearnApply(s *cuda.Scope, sum []*cuda.Tensor)
-}
-
-// MeanAggregator is an Aggregator whose server update reads the trained values only
-// through their weighted mean Σ_k w_k θ_k (pFedMe: a step of β towards it), so that across
-// processes the mean is a sum of per-rank partial means, all-reduced, which every rank
-// then applies. Aggregate must equal AggregateMean with the mean.
-type MeanAggregator interface {
-	Aggregator
-	// AggregateMean updates global (one row per shared parameter) from means, the
-	// round's weighted means of the trained values in the same order.
-	AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error
-}
 
 // share is rank's contiguous part [lo, hi) of n items split over world ranks; the parts'
 // sizes differ by at most one.

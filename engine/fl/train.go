@@ -8,7 +8,7 @@ import (
 	"pfl/engine/model"
 )
 
-// Local training (step 2 of the lifecycle, strategy.go): the clients of a stack load their
+// Local training (step 2 of the lifecycle, lifecycle.go): the clients of a stack load their
 // rows, then train phase by phase, each step the strategy's loss and update rule (default:
 // SGD, below) over all K clients at once.
 
