@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"pfl/engine/fl"
 	"pfl/engine/internal/atomicfile"
 	"pfl/engine/internal/chart"
 )
@@ -21,7 +22,7 @@ import (
 func gainDensity(dir string, runs []*Result) error {
 	var base []float64
 	for _, r := range runs {
-		if r.Summary.Name == "local" {
+		if fl.Keeps(r.Summary.Name) == fl.KeepEverything { // the local member
 			base = lastAccuracy(r)
 		}
 	}
@@ -33,7 +34,7 @@ func gainDensity(dir string, runs []*Result) error {
 	var lines []any
 	for _, r := range runs {
 		acc := lastAccuracy(r)
-		if r.Summary.Name == "local" || len(acc) != len(base) {
+		if fl.Keeps(r.Summary.Name) == fl.KeepEverything || len(acc) != len(base) {
 			continue
 		}
 		novel := r.Novel

@@ -245,11 +245,14 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		up.Mean, up.Std = data.ChannelStats(sp.Train)
 	}
 	ch, h, w := up.Shape(sp.Train)
-	build, err := builder(cfg, sp.Train.Classes, ch, h, w, dev)
+	// the run's one strategy: it shapes the model, is measured, then trains; until the run
+	// takes it over it holds no state (nothing is bound before fl.NewContext)
+	strat := cfg.Algorithm.Strategy()
+	build, err := builder(cfg, strat, sp.Train.Classes, ch, h, w, dev)
 	if err != nil {
 		return nil, err
 	}
-	if se.floor, err = checkMemory(cfg, build, dev); err != nil {
+	if se.floor, err = checkMemory(cfg, strat, build, dev); err != nil {
 		return nil, err
 	}
 	if err := interrupted(ctx, "partitioning the data"); err != nil {
@@ -270,7 +273,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		se.closeData()
 		return nil, err
 	}
-	if err := se.start(ctx, cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, strat, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
@@ -281,7 +284,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 //
 // With a process group of several ranks (dist.FromContext) the run trains across
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
-func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
+func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
@@ -299,7 +302,7 @@ func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, b
 	}
 	err := cuda.SetMatmulPrecision(matmul)
 	if err == nil {
-		se.run, err = fl.NewContext(ctx, fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
+		se.run, err = fl.NewContext(ctx, fc, strat, fed, se.train, se.test, build)
 	}
 	if err != nil {
 		se.closeData()
@@ -697,17 +700,10 @@ func (mc ModelConfig) spec() model.Spec {
 
 // shaped is the configured model's spec as the algorithm trains it: a Shaper (FedPerfix
 // and its plug-in variants) adds its plug-in.
-func (c Config) shaped(s model.Spec) (model.Spec, error) {
-	strat := c.Algorithm.Strategy()
-	if cl, ok := strat.(io.Closer); ok {
-		defer cl.Close()
-	}
-	if sh, ok := strat.(fl.Shaper); ok {
-		out, err := sh.Shape(s)
-		if err != nil {
-			return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
-		}
-		s = out
+func (c Config) shaped(strat fl.Strategy, s model.Spec) (model.Spec, error) {
+	s, err := fl.Shape(strat, s)
+	if err != nil {
+		return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
 	}
 	return s, c.checkLocalBlocks(s)
 }
@@ -742,13 +738,13 @@ func (c Config) checkLocalBlocks(s model.Spec) error {
 // builder builds the configured model for the dataset: image models take the data's
 // square side, channels and classes (data.image_size resizes the images, data.channels
 // repeats a grey channel), so one preset serves CIFAR-sized and 224-pixel inputs alike.
-func builder(cfg Config, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
+func builder(cfg Config, strat fl.Strategy, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
 	if h != w {
 		return nil, fmt.Errorf("data.image_size: the images are %d×%d; the models take square images (data.image_size resizes)", h, w)
 	}
 	s := cfg.Model.spec()
 	s.Image, s.Channels, s.Classes = int64(h), int64(nCh), int64(nClasses)
-	s, err := cfg.shaped(s)
+	s, err := cfg.shaped(strat, s)
 	if err != nil {
 		return nil, err
 	}

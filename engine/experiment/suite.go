@@ -222,7 +222,7 @@ var protocolText = map[string]string{
 func resourceTable(runs []*Result) string {
 	var base *fl.Resources
 	for _, r := range runs {
-		if r.Summary.Name == "fedavg" {
+		if fl.Keeps(r.Summary.Name) == fl.KeepNothing { // the fedavg member
 			base = &r.Summary.Resources
 		}
 	}
@@ -281,11 +281,11 @@ func sensitivityTable(members []Config, runs []*Result) string {
 		s := &runs[i].Summary
 		a := m.Algorithm
 		switch {
-		case a.Name == "local":
+		case fl.Keeps(a.Name) == fl.KeepEverything:
 			find("All Local").alone = s
-		case a.Name == "fedavg":
+		case fl.Keeps(a.Name) == fl.KeepNothing:
 			find("All Global").alone = s
-		case a.Name == "partial" && len(a.LocalBlocks) == 0:
+		case fl.Keeps(a.Name) == fl.KeepListed && len(a.LocalBlocks) == 0:
 			var rest []string
 			head := false
 			for _, r := range a.LocalRoles {
