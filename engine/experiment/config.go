@@ -83,7 +83,7 @@ type NovelConfig struct {
 // DataConfig selects and partitions the dataset.
 type DataConfig struct {
 	Dataset          string  `mapstructure:"dataset" json:"dataset"`                       // a data.Open spec; default fashion-mnist
-	Clients          int     `mapstructure:"clients" json:"clients"`                       // default 50
+	Clients          int     `mapstructure:"clients" json:"clients"`                       // clients the data is spread over; default 50
 	Partition        string  `mapstructure:"partition" json:"partition"`                   // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups; default dirichlet
 	Convention       string  `mapstructure:"convention" json:"convention"`                 // fedtp or fedperfix; default fedtp
 	Alpha            float64 `mapstructure:"alpha" json:"alpha"`                           // Dirichlet concentration; default 0.5
