@@ -61,6 +61,8 @@ var presets = []Preset{
 		conv: func(i, c, k int64) ConvNetConfig { return ConvNet(i, c, k, true) }},
 	{Name: "fedavgcnn", Summary: "PFLlib's FedAvgCNN: conv 5×5 32, pool, conv 5×5 64, pool, FC 512, head (28×28×1: 582,026 parameters)", Classes: 10, family: familyConv,
 		conv: FedAvgCNN},
+	{Name: "fedavgcnn-bn", Summary: "fedavgcnn with BatchNorm after both convolutions and FC 512 (FedBN beside PFLlib)", Classes: 10, family: familyConv,
+		conv: func(i, c, k int64) ConvNetConfig { cfg := FedAvgCNN(i, c, k); cfg.BatchNorm = true; return cfg }},
 	{Name: "resnet50", Summary: "torchvision's ResNet-50 (v1.5, BatchNorm) at 224, FedPerfix's CNN beside ViT-S", Classes: 100, family: familyResNet, resnet: ResNet50},
 }
 

@@ -254,5 +254,15 @@ func TestFedAvgCNNMatchesPFLlib(t *testing.T) {
 		if h, ok := m.(Headed); !ok || h.FeatureDim() != 512 {
 			t.Errorf("%d×%d×%d: the head should read the 512 features of FC 512", c.image, c.image, c.channels)
 		}
+		// fedavgcnn-bn adds a BatchNorm (weight and bias per channel, role norm) after
+		// conv1 (32), conv2 (64) and FC 512, and nothing else
+		bn, err := Build(Spec{Preset: "fedavgcnn-bn", Image: c.image, Channels: c.channels, Classes: 10}, 1, cuda.CPU, cuda.Float32, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if by := bn.Params().CountByRole(); by[RoleNorm] != 2*(32+64+512) || bn.Params().Count() != c.total+2*(32+64+512) {
+			t.Errorf("%d×%d×%d: fedavgcnn-bn has %d parameters, %d of them norm; want %d and %d", c.image, c.image, c.channels,
+				bn.Params().Count(), by[RoleNorm], c.total+2*(32+64+512), 2*(32+64+512))
+		}
 	}
 }
