@@ -85,6 +85,42 @@ def stub_missing():
         sys.modules["calmsize"] = m
 
 
+def pfedme_theta():
+    """Makes PFLlib's pFedMe evaluate each client's θ (a diagnostic, not PFLlib's algorithm
+    as published): its "personalized" evaluation reads the global model, because
+    personalized_params are the model's own parameter objects, which train() and
+    set_parameters overwrite with w. This keeps a copy of θ after each batch's K steps and
+    evaluates that copy, restoring the model's parameters afterwards, so training is
+    untouched."""
+    from flcore.clients.clientpFedMe import clientpFedMe
+    train, test = clientpFedMe.train, clientpFedMe.test_metrics_personalized
+
+    def train_keeping_theta(self):
+        step = self.optimizer.step
+
+        def keep(local, device):
+            params = step(local, device)
+            self.theta = [p.data.clone() for p in params]
+            return params
+        self.optimizer.step = keep
+        try:
+            train(self)
+        finally:
+            del self.optimizer.step
+
+    def test_theta(self):
+        saved = [p.data.clone() for p in self.model.parameters()]
+        for p, t in zip(self.model.parameters(), getattr(self, "theta", saved)):
+            p.data = t.clone()
+        try:
+            return test(self)
+        finally:
+            for p, t in zip(self.model.parameters(), saved):
+                p.data = t
+
+    clientpFedMe.train, clientpFedMe.test_metrics_personalized = train_keeping_theta, test_theta
+
+
 class Tee:
     """Copies what PFLlib prints to the log and keeps it for parsing."""
 
@@ -112,7 +148,7 @@ def parse(log):
         if line.startswith("Evaluate") or "Evaluate fine-tuned" in line:
             kind = "fine-tuned" if "fine-tuned" in line else "personalized" if "personalized" in line else "global"
             continue
-        m = re.match(r"Averaged Test Accuracy: ([0-9.]+)", line)
+        m = re.match(r"Averaged? Test Accuracy: ([0-9.]+)", line)  # pFedMe prints "Average"
         if m:
             evals.append({"round": rnd, "kind": kind, "acc": float(m.group(1)), "std": None})
             continue
@@ -136,7 +172,15 @@ def main():
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--bn-model", action="store_true", help="FedAvgCNN with BatchNorm (for FedBN)")
+    ap.add_argument("--pfedme-theta", action="store_true", help="pFedMe: evaluate each client's θ (a diagnostic)")
+    ap.add_argument("--reparse", action="store_true", help="only read the log beside --out again and rewrite --out")
     a = ap.parse_args()
+    log_path = os.path.splitext(a.out)[0] + ".log"
+    if a.reparse:
+        with open(log_path) as f:
+            text = f.read()
+        write(a, ALGOS[a.algo][0], text.splitlines()[0].split("&& python3 ", 1)[-1], text, None, log_path)
+        return
 
     main_py = os.path.join(os.path.abspath(a.checkout), "system", "main.py")
     if not os.path.isfile(main_py):
@@ -165,12 +209,15 @@ def main():
     if a.bn_model:
         import flcore.trainmodel.models as models
         models.FedAvgCNN = bn_model()  # main.py's `from ... import *` picks it up
+    if a.pfedme_theta:
+        if a.algo != "pfedme":
+            sys.exit("pfllib-run: --pfedme-theta is for --algo pfedme")
+        pfedme_theta()
 
     algo, flags = ALGOS[a.algo]
     argv = ["main.py", "-data", name, "-m", "CNN", "-algo", algo, "-gr", str(a.rounds), "-eg", str(a.eval_gap),
             "-nc", str(a.clients), "-dev", a.device, "-t", "1"] + flags
     os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
-    log_path = os.path.splitext(a.out)[0] + ".log"
     start = time.time()
     with open(log_path, "w") as log:
         log.write("cd %s && %s\n" % (os.path.join(work, "system"), " ".join(["python3", main_py] + argv[1:])))
@@ -184,17 +231,22 @@ def main():
         finally:
             os.chdir(cwd)
             sys.stdout = old
-    evals = parse("".join(tee.text))
+    write(a, algo, " ".join(argv), "".join(tee.text), round(time.time() - start, 1), log_path)
+
+
+def write(a, algo, cmd, log, seconds, log_path):
+    """Writes --out from PFLlib's log."""
+    evals = parse(log)
     if not evals:
         sys.exit(f"pfllib-run: {log_path}: PFLlib printed no evaluation")
     res = {"algorithm": a.algo, "pfllib_algorithm": algo, "seed": a.seed, "device": a.device, "bn_model": a.bn_model,
-           "cmd": " ".join(argv), "seconds": round(time.time() - start, 1), "evals": evals}
+           "pfedme_theta": a.pfedme_theta,
+           "cmd": cmd, "seconds": seconds, "evals": evals}
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
     last = evals[-1]
     print(f"pfllib-run: {a.algo} ({algo}) seed {a.seed}: last evaluation ({last['kind']}, round {last['round']}) "
-          f"{100 * last['acc']:.2f}%, {res['seconds']:.0f} s -> {a.out}")
-
+          f"{100 * last['acc']:.2f}% -> {a.out}")
 
 if __name__ == "__main__":
     main()

@@ -16,10 +16,12 @@
 #   --threads   OMP_NUM_THREADS and torch threads per process; pfl gets train.workers 1
 #               (default 1)
 #   --nice      niceness of every process (default 10)
+#   --pfedme-theta  also run PFLlib's pFedMe evaluating each client's θ (a diagnostic:
+#               PFLlib's own pFedMe evaluation reads the global model; docs/fidelity.md)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
+theta="" checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
 # the costliest first, so that the last jobs are short ones
 algos="pfedme fedbabu ditto apfl fedrep fedrod perfedavg fedavg fedper fedbn"
 config=configs/sbs-pfllib-fmnist.yaml
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --nice) niceness="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --pfedme-theta) theta=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "pfllib-run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,6 +78,9 @@ for s in $seeds; do
     bn=""
     [ "$a" = fedbn ] && bn="--bn-model"
     printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py --checkout $checkout --data $data --algo $a --seed $s --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients --work $out/pfllib-work-s$s-$a --out $out/pfllib/s$s/$a.json $bn" >>"$jobfile"
+    if [ "$a" = pfedme ] && [ -n "$theta" ]; then
+      printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py --checkout $checkout --data $data --algo $a --seed $s --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients --work $out/pfllib-work-s$s-$a-theta --out $out/pfllib/s$s/$a-theta.json --pfedme-theta" >>"$jobfile"
+    fi
   done
 done
 echo "pfllib-run.sh: $(wc -l <"$jobfile") jobs, $jobs at a time (OMP_NUM_THREADS=$threads): $jobfile"

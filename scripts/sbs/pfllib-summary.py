@@ -37,9 +37,9 @@ def pfl_evals(out, seed, algo):
     return ev or None
 
 
-def pfllib_evals(out, seed, algo):
+def pfllib_evals(out, seed, algo, file=None):
     """({round: pooled accuracy}, final fine-tuned accuracy or None) of PFLlib's run."""
-    path = os.path.join(out, "pfllib", f"s{seed}", f"{algo}.json")
+    path = os.path.join(out, "pfllib", f"s{seed}", f"{file or algo}.json")
     if not os.path.exists(path):
         return None, None
     with open(path) as f:
@@ -75,11 +75,14 @@ def main():
     algos = [x for x in ORDER if x in a.algos.split()] + [x for x in a.algos.split() if x not in ORDER]
     print(f"| algorithm | pfl final | PFLlib final | Δ final | pfl tail | PFLlib tail | Δ tail |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for algo in algos:
+    rows = [(x, x, x) for x in algos]
+    if "pfedme" in algos:  # PFLlib's pFedMe evaluating θ (pfllib-run.py --pfedme-theta), where run
+        rows.insert(algos.index("pfedme") + 1, ("pfedme", "pfedme-theta", "pfedme (PFLlib evaluating θ)"))
+    for algo, file, label in rows:
         cols = {k: [] for k in ("pf", "lf", "pt", "lt")}
         for s in seeds:
             p = pfl_evals(a.out, s, algo)
-            l, tuned = pfllib_evals(a.out, s, algo)
+            l, tuned = pfllib_evals(a.out, s, algo, file)
             window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
             if p:
                 cols["pf"].append(p.get(a.rounds))
@@ -91,7 +94,9 @@ def main():
                 cols["lt"].append(sum(w) / len(w) if w else None)
         (pf, pfs), (lf, lfs), (pt, pts), (lt, lts) = (cell(cols[k]) for k in ("pf", "lf", "pt", "lt"))
         d = lambda x, y: "—" if x is None or y is None else f"{100 * (x - y):+.2f}"
-        print(f"| {algo} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
+        if file != algo and not cols["lf"]:
+            continue
+        print(f"| {label} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
     print(f"\nseeds {' '.join(seeds)}; accuracy in % (pooled over clients' test samples), mean ± half the range over seeds; "
           f"final: after round {a.rounds}; tail: mean of the evaluations after rounds {a.rounds - a.tail} to {a.rounds}")
 
