@@ -88,4 +88,4 @@ start=$(date +%s)
 # a job that fails is reported and the rest go on; the summary marks what is missing
 xargs -P "$jobs" -I{} -d '\n' sh -c '{} || echo "pfllib-run.sh: failed: {}" >&2' <"$jobfile"
 echo "pfllib-run.sh: done in $(( $(date +%s) - start )) s"
-"$py" scripts/sbs/pfllib-summary.py --out "$out" --seeds "$seeds" --algos "$algos" --rounds "$rounds" --tail "$tail"
+"$py" scripts/sbs/pfllib-summary.py --out "$out" --seeds "$seeds" --algos "$algos" --rounds "$rounds" --tail "$tail" --per-seed

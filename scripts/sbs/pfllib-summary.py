@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--seeds", default="1 2")
     ap.add_argument("--algos", default=" ".join(ORDER))
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--per-seed", action="store_true", help="also a table of each seed's final accuracies")
     ap.add_argument("--tail", type=int, default=10, help="tail_rounds: evaluations after rounds >= rounds - tail")
     a = ap.parse_args()
     seeds = a.seeds.split()
@@ -97,6 +98,20 @@ def main():
         if file != algo and not cols["lf"]:
             continue
         print(f"| {label} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
+    if a.per_seed:
+        print("\n| algorithm | " + " | ".join(f"pfl s{x} | PFLlib s{x}" for x in seeds) + " |")
+        print("| --- |" + " --- | --- |" * len(seeds))
+        for algo, file, label in rows:
+            cells = []
+            for x in seeds:
+                p = pfl_evals(a.out, x, algo)
+                l, tuned = pfllib_evals(a.out, x, algo, file)
+                pf = p.get(a.rounds) if p else None
+                lf = (tuned if tuned is not None else l.get(a.rounds)) if l else None
+                cells += ["—" if v is None else f"{100 * v:.2f}" for v in (pf, lf)]
+            if file != algo and cells[1::2].count("—") == len(seeds):
+                continue
+            print(f"| {label} | " + " | ".join(cells) + " |")
     print(f"\nseeds {' '.join(seeds)}; accuracy in % (pooled over clients' test samples), mean ± half the range over seeds; "
           f"final: after round {a.rounds}; tail: mean of the evaluations after rounds {a.rounds - a.tail} to {a.rounds}")
 
