@@ -32,6 +32,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"partition", "-data", "synthetic:600", "-clients", "7", "-out", tmp}, 0, "7 clients"},
 		{[]string{"partition", "-data", "synthetic", "-method", "pathological", "-k", "11", "-out", tmp}, 1, "classes per client"},
 		{[]string{"partition", "-data", "imagenet"}, 1, "unknown dataset"},
+		{[]string{"partition", "-c", "a.yaml", "-clients", "3"}, 1, "drop -clients"},
+		{[]string{"partition", "--set", "seed=2"}, 1, "give the config with -c"},
 		{[]string{"train", "--set", "train.roundz=2"}, 1, "--set train.roundz=2: no config key train.roundz"},
 		{[]string{"train", "--set", "rounds"}, 1, "want key=value"},
 		{[]string{"train", "-c", "/nonexistent.yaml"}, 1, "nonexistent.yaml"},

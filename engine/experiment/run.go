@@ -211,24 +211,11 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	if data.IsText(cfg.Data.Dataset) {
 		return prepareText(ctx, cfg, dev)
 	}
-	sp, err := data.Open(cfg.Data.Dataset)
+	im, err := loadImages(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("data.dataset: %w", err)
+		return nil, err
 	}
-	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train", cfg.Data.Stratified); err != nil {
-		return nil, fmt.Errorf("data.train_samples: %w", err)
-	}
-	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test", cfg.Data.Stratified); err != nil {
-		return nil, fmt.Errorf("data.test_samples: %w", err)
-	}
-	if cfg.Data.PadTo > 0 {
-		if sp.Train, err = data.PadTo(sp.Train, cfg.Data.PadTo); err == nil {
-			sp.Test, err = data.PadTo(sp.Test, cfg.Data.PadTo)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("data.pad_to: %w", err)
-		}
-	}
+	sp := im.sp
 	if err := interrupted(ctx, "loading the data"); err != nil {
 		return nil, err
 	}
@@ -277,6 +264,43 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		return nil, err
 	}
 	return se, nil
+}
+
+// images is an image dataset as a run of its config trains on it: the configured subsets
+// of its splits, padded. kept[0][i] and kept[1][i] are the dataset's own indices (in its
+// training and test split) of the kept training and test image i.
+type images struct {
+	sp   *data.Split
+	kept [2][]int
+	full [2]int // the sizes of the dataset's own splits
+}
+
+// loadImages opens cfg's image dataset (data.dataset resolved) and keeps the configured
+// subsets, padded: the data stage of prepare, which ExportPartition shares so that the
+// partition it writes is the one a run trains on.
+func loadImages(cfg Config) (images, error) {
+	var im images
+	sp, err := data.Open(cfg.Data.Dataset)
+	if err != nil {
+		return im, fmt.Errorf("data.dataset: %w", err)
+	}
+	im.full = [2]int{sp.Train.N, sp.Test.N}
+	if sp.Train, im.kept[0], err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train", cfg.Data.Stratified); err != nil {
+		return im, fmt.Errorf("data.train_samples: %w", err)
+	}
+	if sp.Test, im.kept[1], err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test", cfg.Data.Stratified); err != nil {
+		return im, fmt.Errorf("data.test_samples: %w", err)
+	}
+	if cfg.Data.PadTo > 0 {
+		if sp.Train, err = data.PadTo(sp.Train, cfg.Data.PadTo); err == nil {
+			sp.Test, err = data.PadTo(sp.Test, cfg.Data.PadTo)
+		}
+		if err != nil {
+			return im, fmt.Errorf("data.pad_to: %w", err)
+		}
+	}
+	im.sp = sp
+	return im, nil
 }
 
 // start builds the federated run on the session's uploaded data; on an error it frees
