@@ -130,6 +130,33 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// the client updates column: fedavg trains 2 of 5 clients in each of 2 rounds, local (all
+	// clients every round, its default schedule) 5 in each
+	for name, want := range map[string]int{"fedavg": 4, "local": 10} {
+		var row string
+		for _, l := range strings.Split(res.Table, "\n") {
+			if strings.HasPrefix(l, "| "+name+" |") && strings.Contains(l, "±") {
+				row = l
+			}
+		}
+		cells := strings.Split(row, " | ")
+		if len(cells) != 7 || cells[5] != fmt.Sprint(want) {
+			t.Errorf("%s's row %q: want %d client updates in the sixth column", name, row, want)
+		}
+	}
+	if !strings.Contains(res.Table, "| worst 10% | client updates | wall s |") {
+		t.Errorf("table lacks the client updates column:\n%s", res.Table)
+	}
+	for _, r := range res.Runs {
+		b, err := os.ReadFile(filepath.Join(res.Dir, r.Summary.Name, "summary.json"))
+		var back Summary
+		if err == nil {
+			err = json.Unmarshal(b, &back)
+		}
+		if err != nil || back.ClientUpdates != r.Summary.ClientUpdates {
+			t.Errorf("%s/summary.json: %v, client updates %d, want %d", r.Summary.Name, err, back.ClientUpdates, r.Summary.ClientUpdates)
+		}
+	}
 	cfg.Suite = []string{"fedavg", "fedsgd"}
 	if _, err := RunSuite(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "fedsgd") {
 		t.Fatalf("unknown suite member: %v", err)

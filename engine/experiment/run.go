@@ -39,6 +39,10 @@ type Summary struct {
 	TailStd   float64 `json:"tail_std"`
 	TailEvals int     `json:"tail_evals"`
 
+	// ClientUpdates is the number of local trainings the run did: the clients trained, summed
+	// over its rounds (Local on its all-clients schedule trains every client every round).
+	ClientUpdates int `json:"client_updates"`
+
 	// SamplesPerSec and WallSeconds are over all the run's rounds: a resumed run's
 	// segments are summed (each checkpoint records the time of the rounds it holds).
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -652,6 +656,7 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	var last *fl.EvalResult
 	var tail []float64
 	for _, m := range h {
+		s.ClientUpdates += len(m.Clients)
 		if m.Eval == nil {
 			continue
 		}

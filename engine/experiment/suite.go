@@ -201,12 +201,12 @@ func table(runs []*Result) string {
 			fmt.Fprintf(&b, "Evaluation protocol (train.eval_protocol): %s — %s.\n\n", p, protocolText[p])
 		}
 	}
-	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | wall s |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | client updates | wall s |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
-			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.WallSeconds)
+		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
+			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
 	}
 	return b.String() + resourceTable(runs)
 }
