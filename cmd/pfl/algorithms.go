@@ -12,7 +12,7 @@ import (
 // algorithmsCmd lists the registered algorithms with what they are and where they come from.
 func algorithmsCmd(args []string, out io.Writer) error {
 	fs := newFlags("algorithms", out)
-	markdown := fs.Bool("markdown", false, "print the README's Markdown table")
+	markdown := fs.Bool("markdown", false, "print docs/algorithms.md's Markdown table")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func algorithmsCmd(args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// algorithmTable is the registry as the README's Markdown table.
+// algorithmTable is the registry as docs/algorithms.md's Markdown table.
 func algorithmTable() string {
 	var b strings.Builder
 	fmt.Fprintln(&b, "| algorithm | what | from |")

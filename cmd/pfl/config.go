@@ -38,17 +38,43 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 // the variable or --set); a key the sources do not name keeps its default, and a key they
 // name keeps their value, zero included.
 func loadConfig(path string, sets []string) (experiment.Config, error) {
-	where := path
-	var src []byte
-	var err error
+	cfg, _, err := loadConfigSources(path, sets)
+	return cfg, err
+}
+
+// loadConfigSources is loadConfig that also says where each key's value came from: the
+// file, the variable or the --set that gave it last (keys no source names are absent).
+func loadConfigSources(path string, sets []string) (experiment.Config, map[string]string, error) {
+	cfg, sources, err := readConfig(path, sets)
+	return cfg, sources, err
+}
+
+// configSource reads the config file at path: the embedded demo for "", else the file, or,
+// when no such file exists and path names no folder, the embedded config of that name (with
+// or without .yaml), so `-c quickstart-fmnist` works from any directory. where names it for
+// messages.
+func configSource(path string) (src []byte, where string, err error) {
 	if path == "" {
-		where = "the built-in demo " + configs.Demo
 		src, err = configs.Files.ReadFile(configs.Demo)
-	} else {
-		src, err = os.ReadFile(path)
+		return src, "the built-in demo " + configs.Demo, err
 	}
+	src, err = os.ReadFile(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || strings.ContainsRune(path, os.PathSeparator) {
+		return src, path, err
+	}
+	for _, name := range []string{path, path + ".yaml"} {
+		if b, embedErr := configs.Files.ReadFile(name); embedErr == nil {
+			return b, "the built-in config " + name, nil
+		}
+	}
+	return nil, path, fmt.Errorf("%w; no built-in config is named %s either (pfl configs lists them)", err, path)
+}
+
+// readConfig is loadConfigSources.
+func readConfig(path string, sets []string) (experiment.Config, map[string]string, error) {
+	src, where, err := configSource(path)
 	if err != nil {
-		return experiment.Config{}, err
+		return experiment.Config{}, nil, err
 	}
 	v := viper.New()
 	v.SetConfigType("yaml")
@@ -56,10 +82,10 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		v.SetConfigType("json")
 	}
 	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
-		return experiment.Config{}, fmt.Errorf("%s: %w", where, err)
+		return experiment.Config{}, nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if len(v.AllKeys()) == 0 {
-		return experiment.Config{}, fmt.Errorf("%s sets no key; write the keys to change (configs/ has examples), or run without -c for the demo", where)
+		return experiment.Config{}, nil, fmt.Errorf("%s sets no key; write the keys to change (configs/ has examples), or run without -c for the demo", where)
 	}
 	// Each value is checked, and converted to its key's type, where it comes from, so that
 	// an error blames the file, the variable or the --set that gave it. A run's config.json
@@ -96,7 +122,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		}
 		val, problem := typedValue(t, v.Get(key), strict)
 		if problem != "" {
-			return experiment.Config{}, fmt.Errorf("config (%s): %s: %s", where, key, problem)
+			return experiment.Config{}, nil, fmt.Errorf("config (%s): %s: %s", where, key, problem)
 		}
 		put(key, val)
 		if l, ok := val.([]any); ok && key == "suite" {
@@ -107,13 +133,13 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	}
 	source = fromEnv
 	if err := applyEnv(put, os.Environ(), fields); err != nil {
-		return experiment.Config{}, err
+		return experiment.Config{}, nil, err
 	}
 	source = fromSet
 	for _, s := range sets {
 		key, val, ok := strings.Cut(s, "=")
 		if !ok || key == "" {
-			return experiment.Config{}, fmt.Errorf("--set %q: want key=value, e.g. train.rounds=10", s)
+			return experiment.Config{}, nil, fmt.Errorf("--set %q: want key=value, e.g. train.rounds=10", s)
 		}
 		key = strings.ToLower(key) // as viper keys are
 		t, known := fields[key]
@@ -122,21 +148,21 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 			v.Set(key, setValue(val)) // checked with the sweep block below
 			continue
 		case !known:
-			return experiment.Config{}, fmt.Errorf("--set %s: no config key %s (keys are written section.key, as in configs/*.yaml)", s, key)
+			return experiment.Config{}, nil, fmt.Errorf("--set %s: no config key %s (keys are written section.key, as in configs/*.yaml)", s, key)
 		}
 		x, problem := typedValue(t, setValue(val), true)
 		if problem == noValue {
-			return experiment.Config{}, fmt.Errorf("--set %s: no value; write %s=<value>", s, key)
+			return experiment.Config{}, nil, fmt.Errorf("--set %s: no value; write %s=<value>", s, key)
 		}
 		if val == "null" && t.Kind() != reflect.Pointer {
 			hint := ""
 			if key == "seed" {
 				hint = "; to run several seeds instead, --set seeds=[1,2] replaces the file's seed"
 			}
-			return experiment.Config{}, fmt.Errorf("--set %s: %s cannot be unset; null unsets only the optional keys (the model's sizes and plug-ins, algorithm.hyper.lr, novel.lr)%s", s, key, hint)
+			return experiment.Config{}, nil, fmt.Errorf("--set %s: %s cannot be unset; null unsets only the optional keys (the model's sizes and plug-ins, algorithm.hyper.lr, novel.lr)%s", s, key, hint)
 		}
 		if problem != "" {
-			return experiment.Config{}, fmt.Errorf("--set %s: %s", key, problem)
+			return experiment.Config{}, nil, fmt.Errorf("--set %s: %s", key, problem)
 		}
 		put(key, x)
 		given[key] = "--set " + s
@@ -144,7 +170,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	seedBy, seed := setBy["seed"]
 	seedsBy, seeds := setBy["seeds"]
 	if seed && seeds && seedBy == seedsBy {
-		return experiment.Config{}, fmt.Errorf("%s: seed and seeds are both set; keep seed for one run or seeds for one run per seed (a later source's seed or seeds replaces the other: --set seeds=[1,2] over a file's seed)",
+		return experiment.Config{}, nil, fmt.Errorf("%s: seed and seeds are both set; keep seed for one run or seeds for one run per seed (a later source's seed or seeds replaces the other: --set seeds=[1,2] over a file's seed)",
 			sourceName(seedBy, where))
 	}
 	// the sweep block is read apart: its keys are dotted config keys, which viper would
@@ -157,7 +183,7 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 		dc.ErrorUnused = true // a misspelt key is an error, not a silent default
 	})
 	if err != nil {
-		return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
+		return experiment.Config{}, nil, fmt.Errorf("config (%s): %w", where, err)
 	}
 	cfg := in.Config
 	for key := range unset {
@@ -174,13 +200,28 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	}
 	if in.Sweep != nil {
 		if cfg.Sweep, err = sweepAxes(in.Sweep, yamlOrder(src, "sweep")); err != nil {
-			return experiment.Config{}, fmt.Errorf("config (%s): %w", where, err)
+			return experiment.Config{}, nil, fmt.Errorf("config (%s): %w", where, err)
 		}
 	}
 	if err := overridden(cfg, given); err != nil {
-		return experiment.Config{}, err
+		return experiment.Config{}, nil, err
 	}
-	return cfg, nil
+	sources := map[string]string{}
+	for key, by := range setBy {
+		sources[key] = sourceName(by, where)
+		if g, ok := given[key]; ok {
+			sources[key] = g
+		}
+	}
+	if in.Sweep != nil {
+		sources["sweep"] = "config (" + where + ")"
+		for _, s := range sets {
+			if strings.HasPrefix(strings.ToLower(s), "sweep") {
+				sources["sweep"] = "--set"
+			}
+		}
+	}
+	return cfg, sources, nil
 }
 
 // The sources of config values, in the order they apply.

@@ -57,10 +57,12 @@ func evalRun(dir string, perClient bool, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s after %d rounds: accuracy %.4f; per client %.4f ± %.4f\n", dir, rounds, ev.Micro, ev.Mean, ev.Std)
+	// percent as everywhere; the fraction in full, to check against summary.json's
+	fmt.Fprintf(out, "%s after %d rounds: accuracy %.2f%% (%v of the samples); per client %.2f ± %.2f\n",
+		dir, rounds, 100*ev.Micro, ev.Micro, 100*ev.Mean, 100*ev.Std)
 	if perClient {
 		for c, a := range ev.Accuracy {
-			fmt.Fprintf(out, "client %3d  %.4f  (%d/%d)\n", c, a, ev.Correct[c], ev.Count[c])
+			fmt.Fprintf(out, "client %3d  %6.2f%%  (%d/%d)\n", c, 100*a, ev.Correct[c], ev.Count[c])
 		}
 	}
 	return nil

@@ -73,9 +73,8 @@ func TestHostileInputIsHandled(t *testing.T) {
 		{"maps of huge images", nil, []string{"maps", "-side", "100000", base}, 1, "-side", nil},
 		{"maps of a million images", nil, []string{"maps", "-images", "1000000", base}, 1, "-images", nil},
 		{"models of 100,000 blocks", nil, []string{"models", "-depth", "100000"}, 1, "-depth", nil},
-		{"models whose counts overflow", nil, []string{"models", "-preset", "tiny-vit", "-image", "100000", "-patch", "1"}, 1, "int64", nil},
 		{"launch of 100,000 ranks", nil, []string{"launch", "-n", "100000", "--", "train"}, 1, "-force", nil},
-		{"bench of no clients", nil, []string{"bench", "-clients", "0", "fedtp-c100-50"}, 1, "per round of 0",
+		{"bench of no clients", nil, []string{"bench", "-clients", "0", "fedtp-c100-50"}, 1, "-clients 0",
 			func(t *testing.T, out string) {
 				if strings.Contains(out, "of 0 clients per round") {
 					t.Fatalf("bench described the workload before refusing it:\n%s", out)

@@ -9,6 +9,7 @@
 //	pfl algorithms        list the federated algorithms with their papers
 //	pfl data get <name>   fetch a dataset into the data folder ($PFL_DATA), checked; pfl data list
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
+//	pfl configs           list the built-in configs (pfl train -c NAME runs one anywhere)
 //	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
@@ -17,6 +18,7 @@
 //	pfl report <run>      a self-contained HTML report of a run or suite
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 //	pfl launch -n N -- train -c cfg   train across N local processes (c10d: Gloo, NCCL)
+//	pfl version           the version and the revision the binary was built from
 package main
 
 import (
@@ -39,6 +41,7 @@ var commands = []command{
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
 	{"algorithms", "list the federated algorithms: what each does and its paper", algorithmsCmd},
+	{"configs", "list the built-in configs (pfl train -c NAME runs one from any directory)", configsCmd},
 	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
@@ -49,6 +52,7 @@ var commands = []command{
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"launch", "start N local processes of a pfl command that train together (torchrun's variables)", launchCmd},
 	{"bench", "time a benchmark workload: samples/s, TFLOP/s, MFU, round split, projected run time", benchCmd},
+	{"version", "print pfl's version and the revision it was built from", versionCmd},
 }
 
 // errUsage marks a usage error (exit status 2); its message has been printed.
@@ -68,6 +72,10 @@ func main() {
 }
 
 func run(args []string, out, errOut io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(out, versionLine())
+		return 0
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(out)
 		if len(args) == 0 {

@@ -92,19 +92,19 @@ func TestEveryPresetDecodesAndValidates(t *testing.T) {
 	}
 }
 
-// TestREADMEListsTheRegistry keeps the README's algorithm table equal to the registry.
-func TestREADMEListsTheRegistry(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestAlgorithmDocListsTheRegistry keeps docs/algorithms.md's algorithm table equal to the registry.
+func TestAlgorithmDocListsTheRegistry(t *testing.T) {
+	b, err := os.ReadFile("../../docs/algorithms.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "<!-- algorithms -->\n")
 	table, _, ok2 := strings.Cut(rest, "<!-- /algorithms -->")
 	if !ok || !ok2 {
-		t.Fatal("README.md lacks the <!-- algorithms --> table")
+		t.Fatal("docs/algorithms.md lacks the <!-- algorithms --> table")
 	}
 	if want := algorithmTable(); table != want {
-		t.Fatalf("README's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
+		t.Fatalf("docs/algorithms.md's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
 	}
 }
 

@@ -13,23 +13,6 @@ import (
 	"pfl/engine/model"
 )
 
-// memberSets is a suite member as --set values: "label: k=v; k=v" sets its keys, a plain
-// name sets algorithm.name (engine/experiment's member grammar).
-func memberSets(entry string) (label string, sets []string) {
-	label, rest, labelled := strings.Cut(entry, ":")
-	label = strings.TrimSpace(label)
-	if !labelled {
-		return label, []string{"algorithm.name=" + label}
-	}
-	for _, kv := range strings.Split(rest, ";") {
-		if kv = strings.TrimSpace(kv); kv != "" {
-			k, v, _ := strings.Cut(kv, "=")
-			sets = append(sets, strings.TrimSpace(k)+"="+strings.TrimSpace(v))
-		}
-	}
-	return label, sets
-}
-
 // TestTransFedConfigsCompareLikeWithLike: TransFed's paper compares two ways of tailoring
 // the same layers, keeping them local (Vanilla customized-T, §3.2) or generating them with
 // the hypernetwork (§3.3; Table 2, §4.2.4; Table 3's "Focal Modulation" row). In every
@@ -136,14 +119,16 @@ func configMembers(t *testing.T, file string) map[string]experiment.Config {
 	if len(base.Suite) == 0 {
 		return map[string]experiment.Config{base.Algorithm.Name: base}
 	}
+	// each member as the suite runs it; seeds and a sweep point do not change which
+	// algorithm or schedule a member runs
+	base.Seeds, base.Sweep = nil, nil
+	list, err := experiment.SuiteMembers(base)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
 	members := map[string]experiment.Config{}
-	for _, entry := range base.Suite {
-		label, sets := memberSets(entry)
-		cfg, err := loadConfig(path, append([]string{out}, sets...))
-		if err != nil {
-			t.Fatalf("%s, member %s: %v", file, label, err)
-		}
-		members[label] = cfg
+	for _, m := range list {
+		members[m.Name] = m
 	}
 	return members
 }

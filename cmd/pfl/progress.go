@@ -24,7 +24,7 @@ func (b *barObserver) Round(m fl.RoundMetrics, done, total int, sps float64) {
 		b.bar.Set(done - 1)
 	}
 	if m.Eval != nil {
-		b.lastAcc = fmt.Sprintf(" acc %.4f", m.Eval.Micro)
+		b.lastAcc = fmt.Sprintf(" acc %.2f%%", 100*m.Eval.Micro)
 	}
 	b.bar.Describe(fmt.Sprintf("loss %.4f%s %.0f samples/s", m.TrainLoss, b.lastAcc, sps))
 	b.bar.Set(done)

@@ -24,8 +24,10 @@ func trainCmd(args []string, out io.Writer) error {
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume only train.rounds, eval_every, checkpoint_every and tail_rounds)")
 	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
+	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and exit")
+	dry := fs.Bool("dry-run", false, "check the config, prepare every run (data, models, memory), time its first round and one evaluation and project the wall time; write nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml] [--set key=value]... [--overwrite] | --resume <run dir> [--set key=value]...")
+		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml|name] [--set key=value]... [--overwrite] [--print-config] [--dry-run] | --resume <run dir> [--set key=value]...")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "\nalgorithm.name (and suite) take: "+fl.AlgorithmNames()+" (pfl algorithms describes them)")
 	}
@@ -35,17 +37,26 @@ func trainCmd(args []string, out io.Writer) error {
 	ctx, stop := interruptible(out)
 	defer stop()
 	if *resume != "" {
-		if *path != "" || *overwrite {
-			return fmt.Errorf("--resume continues a run with its own config; drop -c and --overwrite")
+		if *path != "" || *overwrite || *printCfg || *dry {
+			return fmt.Errorf("--resume continues a run with its own config; drop -c, --overwrite, --print-config and --dry-run")
 		}
 		return resumeRun(ctx, *resume, sets, out)
 	}
-	cfg, err := loadConfig(*path, sets)
+	cfg, sources, err := loadConfigSources(*path, sets)
 	if err != nil {
 		return err
 	}
+	if *printCfg {
+		if *dry {
+			return fmt.Errorf("--print-config and --dry-run: give one")
+		}
+		return printConfig(out, cfg, sources)
+	}
 	if err := checkDevice(cfg.Device); err != nil {
 		return err
+	}
+	if *dry {
+		return dryRun(ctx, out, cfg)
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
 	ctx, leave, err := joinGroup(ctx, cfg, out)
@@ -229,8 +240,12 @@ func printResult(out io.Writer, res *experiment.Result) {
 	}
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
-	fmt.Fprintf(out, "final accuracy %.4f; per client %.4f ± %.4f (p10 %.3f, median %.3f, p90 %.3f, worst 10%% %.3f)\n",
-		s.FinalMicro, s.FinalMean, s.FinalStd, s.P10, s.P50, s.P90, s.Worst10)
-	fmt.Fprintf(out, "accuracy over the last %d evaluations %.4f ± %.4f\n", s.TailEvals, s.TailMean, s.TailStd)
+	fmt.Fprintf(out, "final accuracy %.2f%%; per client %.2f ± %.2f (p10 %.2f, median %.2f, p90 %.2f, worst 10%% %.2f)\n",
+		100*s.FinalMicro, 100*s.FinalMean, 100*s.FinalStd, 100*s.P10, 100*s.P50, 100*s.P90, 100*s.Worst10)
+	if s.TailEvals < 2 { // the spread of one evaluation is unknown, not 0
+		fmt.Fprintf(out, "accuracy over the last evaluation %.2f%% (one evaluation in the window: no spread)\n", 100*s.TailMean)
+	} else {
+		fmt.Fprintf(out, "accuracy over the last %d evaluations %.2f ± %.2f %%\n", s.TailEvals, 100*s.TailMean, 100*s.TailStd)
+	}
 	fmt.Fprintf(out, "run directory: %s\n", res.Dir)
 }

@@ -83,12 +83,12 @@ type NovelConfig struct {
 // DataConfig selects and partitions the dataset.
 type DataConfig struct {
 	Dataset   string `mapstructure:"dataset" json:"dataset"`     // a data.Open spec; default fashion-mnist
-	Clients   int    `mapstructure:"clients" json:"clients"`     // default 50
+	Clients   int    `mapstructure:"clients" json:"clients"`     // clients the data is spread over; default 50
 	Partition string `mapstructure:"partition" json:"partition"` // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups, file; default dirichlet
-	// PartitionFile is partition file's JSON (data.IndexFile): each client's training and
-	// test indices into the stored dataset, as another implementation drew them, so that
-	// pfl and it train the same clients. Only with partition file, and without
-	// train_samples or test_samples (the indices name stored samples).
+	// PartitionFile is the JSON file that partition: file reads (data.IndexFile): each
+	// client's training and test indices into the stored dataset, as another implementation
+	// drew them, so that pfl and it train the same clients. Only with partition file, and
+	// without train_samples or test_samples (the indices name stored samples).
 	PartitionFile    string  `mapstructure:"partition_file" json:"partition_file,omitempty"`
 	Convention       string  `mapstructure:"convention" json:"convention"`                 // fedtp or fedperfix; default fedtp
 	Alpha            float64 `mapstructure:"alpha" json:"alpha"`                           // Dirichlet concentration; default 0.5

@@ -339,9 +339,10 @@ func (g *grid) run(ctx context.Context, resume bool, obs Observer) (*GridResult,
 		obs = quiet{}
 	}
 	res := &GridResult{Dir: g.dir}
+	count := newRunCounter(len(g.leaves))
 	for _, l := range g.leaves {
 		rel, _ := filepath.Rel(g.dir, l.dir())
-		obs.Log("== " + rel)
+		obs.Log(count.next(rel))
 		r := (*Result)(nil)
 		if resume {
 			r = finished(l)
@@ -361,6 +362,7 @@ func (g *grid) run(ctx context.Context, resume bool, obs Observer) (*GridResult,
 		if err != nil {
 			return res, fmt.Errorf("%s: %s: %w (continue the whole grid with: pfl train --resume %s)", g.dir, g.where(g.points[l.point], l.member, l.seed), err, g.dir)
 		}
+		count.trained()
 		res.Runs = append(res.Runs, r)
 	}
 	g.runs = res.Runs

@@ -110,7 +110,7 @@ func band(name string, runs []plotter.XYs) bandCurve {
 // mean line into path (.png or .svg).
 func drawBands(path, title string, curves []bandCurve) error {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "round", "accuracy"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "round", "accuracy, %"
 	p.Legend.Top = false
 	for i, c := range curves {
 		if len(c.mean) == 0 {

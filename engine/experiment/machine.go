@@ -47,6 +47,9 @@ func thisMachine(dev cuda.Device, resumed bool, workers int) Machine {
 			m.Revision += "+modified"
 		}
 	}
+	if m.Revision == "" {
+		m.Revision = "unknown: built without VCS stamping"
+	}
 	if info, err := cuda.Capabilities(); err == nil {
 		m.Torch, m.Threads = info.TorchVersion, info.NumThreads
 		if info.CUDAVersion > 0 {

@@ -25,12 +25,12 @@ func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 	for _, m := range h {
 		loss = append(loss, plotter.XY{X: float64(m.Round + 1), Y: m.TrainLoss})
 		if m.Eval != nil {
-			acc = append(acc, plotter.XY{X: float64(m.Round + 1), Y: m.Eval.Micro})
-			mean = append(mean, plotter.XY{X: float64(m.Round + 1), Y: m.Eval.Mean})
+			acc = append(acc, plotter.XY{X: float64(m.Round + 1), Y: 100 * m.Eval.Micro})
+			mean = append(mean, plotter.XY{X: float64(m.Round + 1), Y: 100 * m.Eval.Mean})
 			last = m.Eval
 		}
 	}
-	if err := save(dir, "accuracy", name+": test accuracy", "round", "accuracy", "accuracy (all samples)", acc, "mean over clients", mean); err != nil {
+	if err := save(dir, "accuracy", name+": test accuracy", "round", "accuracy, %", "accuracy (all samples)", acc, "mean over clients", mean); err != nil {
 		return err
 	}
 	if err := save(dir, "loss", name+": training loss", "round", "loss", "mean client loss", loss); err != nil {
@@ -48,9 +48,9 @@ func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 	slices.Sort(sorted)
 	var per plotter.XYs
 	for i, a := range sorted {
-		per = append(per, plotter.XY{X: float64(i), Y: a})
+		per = append(per, plotter.XY{X: float64(i), Y: 100 * a})
 	}
-	return save(dir, "clients", name+": final accuracy per client (sorted)", "client (sorted)", "accuracy", "client", per)
+	return save(dir, "clients", name+": final accuracy per client (sorted)", "client (sorted)", "accuracy, %", "client", per)
 }
 
 // save draws named lines (label, points, label, points, ...) into dir/base.{png,svg}.
@@ -96,7 +96,7 @@ func CompareLabelled(path string, dirs, labels []string) error {
 		return fmt.Errorf("plot: no run directories")
 	}
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy", "round", "accuracy"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy", "round", "accuracy, %"
 	var args []any
 	for i, dir := range dirs {
 		pts, err := accuracyCurve(dir)
@@ -111,7 +111,8 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
 }
 
-// accuracyCurve reads a run's evaluated rounds.
+// accuracyCurve reads a run's evaluated rounds: accuracy in percent by 1-based round, as
+// every figure and table shows them.
 func accuracyCurve(dir string) (plotter.XYs, error) {
 	path := filepath.Join(dir, "metrics.jsonl")
 	b, err := os.ReadFile(path)
@@ -125,7 +126,7 @@ func accuracyCurve(dir string) (plotter.XYs, error) {
 	var pts plotter.XYs
 	for _, m := range lines {
 		if m.Micro != nil {
-			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: float64(*m.Micro)})
+			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: 100 * float64(*m.Micro)})
 		}
 	}
 	if len(pts) == 0 {

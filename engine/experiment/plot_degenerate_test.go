@@ -67,16 +67,20 @@ func writeMetrics(t *testing.T, dir string, h []fl.RoundMetrics) {
 func TestEveryPlotSurvivesDegenerateSeries(t *testing.T) {
 	for name, ys := range degenerateSeries {
 		t.Run(name, func(t *testing.T) {
-			drawable := false
+			// accuracy figures draw percent: 100 × the value must be drawable
+			drawable, percentDrawable := false, false
 			for _, y := range ys {
 				drawable = drawable || (!math.IsNaN(y) && math.Abs(y) <= 1e300)
+				percentDrawable = percentDrawable || (!math.IsNaN(y) && math.Abs(100*y) <= 1e300)
 			}
-			want := func(path string) {
+			wantIf := func(can bool, path string) {
 				t.Helper()
-				if _, err := os.Stat(path); drawable && err != nil {
+				if _, err := os.Stat(path); can && err != nil {
 					t.Errorf("no figure: %v", err)
 				}
 			}
+			want := func(path string) { t.Helper(); wantIf(drawable, path) }
+			wantPercent := func(path string) { t.Helper(); wantIf(percentDrawable, path) }
 			h := degenerateHistory(ys)
 			dir := t.TempDir()
 
@@ -84,8 +88,8 @@ func TestEveryPlotSurvivesDegenerateSeries(t *testing.T) {
 				t.Errorf("plots: %v", err)
 			}
 			want(filepath.Join(dir, "loss.png"))
-			want(filepath.Join(dir, "accuracy.svg"))
-			if last := ys[len(ys)-1]; !math.IsNaN(last) && math.Abs(last) <= 1e300 {
+			wantPercent(filepath.Join(dir, "accuracy.svg"))
+			if last := ys[len(ys)-1]; !math.IsNaN(last) && math.Abs(100*last) <= 1e300 {
 				want(filepath.Join(dir, "clients.png"))
 			}
 
@@ -95,13 +99,13 @@ func TestEveryPlotSurvivesDegenerateSeries(t *testing.T) {
 			if err := Compare(filepath.Join(dir, "compare.png"), []string{a, b}); err != nil {
 				t.Errorf("Compare: %v", err)
 			}
-			want(filepath.Join(dir, "compare.png"))
+			wantPercent(filepath.Join(dir, "compare.png"))
 
 			curve, _ := accuracyCurve(a)
 			if err := drawBands(filepath.Join(dir, "bands.png"), "bands", []bandCurve{band("x", []plotter.XYs{curve, curve})}); err != nil {
 				t.Errorf("drawBands: %v", err)
 			}
-			want(filepath.Join(dir, "bands.png"))
+			wantPercent(filepath.Join(dir, "bands.png"))
 
 			runs := []*Result{{Summary: Summary{Name: "local"}, History: h}, {Summary: Summary{Name: "fedavg",
 				Novel: []NovelSummary{{Tuned: "model", Micro: ys, Mean: ys, Std: ys}}}, History: h}}

@@ -81,7 +81,7 @@ type Lines struct{ W io.Writer }
 func (l Lines) Round(m fl.RoundMetrics, done, total int, sps float64) {
 	acc := ""
 	if m.Eval != nil {
-		acc = fmt.Sprintf(" accuracy %.4f (clients %.4f ± %.4f)", m.Eval.Micro, m.Eval.Mean, m.Eval.Std)
+		acc = fmt.Sprintf(" accuracy %.2f%% (clients %.2f ± %.2f)", 100*m.Eval.Micro, 100*m.Eval.Mean, 100*m.Eval.Std)
 	}
 	fmt.Fprintf(l.W, "round %d/%d loss %.4f%s  %.0f samples/s\n", done, total, m.TrainLoss, acc, sps)
 }

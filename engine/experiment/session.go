@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 
+	"pfl/cuda"
 	"pfl/engine/fl"
 )
 
@@ -10,7 +11,10 @@ import (
 // federated run, ready for rounds. `pfl bench` drives its workloads through sessions, so a
 // benchmark times exactly the code `pfl train` runs (data upload, model factory, precision,
 // algorithm registry); Run adds the run directory, metrics, checkpoints and plots.
-type Session struct{ se *session }
+type Session struct {
+	se  *session
+	dev cuda.Device
+}
 
 // Open validates cfg and prepares it (nothing is written).
 func Open(ctx context.Context, cfg Config) (*Session, error) {
@@ -22,7 +26,19 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{se: se}, nil
+	dev, _ := cuda.ParseDevice(cfg.Device) // prepare has parsed it
+	return &Session{se: se, dev: dev}, nil
+}
+
+// Memory is what `pfl train` prints about memory before the first round: the floor
+// (models, optimizer state, hypernetwork) beside what the device has free and, on the
+// CPU, the training peak expected from measured steps when the run could measure them.
+func (s *Session) Memory() []string {
+	lines := []string{memoryEstimate(s.se.floor, s.dev)}
+	if s.se.expected != "" {
+		lines = append(lines, s.se.expected)
+	}
+	return lines
 }
 
 // Run is the session's federated run: Round, Evaluate, GraphStatus.

@@ -96,6 +96,10 @@ func IsSuite(dir string) bool {
 	return err == nil && len(cfg.Suite) > 0 && !cfg.IsGrid()
 }
 
+// SuiteMembers returns the config of every member of cfg's suite, each as RunSuite runs
+// it (Name is the member's label); seeds and a sweep are the grid's and are refused here.
+func SuiteMembers(cfg Config) ([]Config, error) { return suiteMembers(cfg.Resolved()) }
+
 // suiteMembers makes and validates every member's config.
 func suiteMembers(cfg Config) ([]Config, error) {
 	if err := cfg.Validate(); err != nil {
@@ -137,9 +141,10 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 	}
 	res := &SuiteResult{Dir: dir}
 	var dirs []string
+	count := newRunCounter(len(members))
 	for _, m := range members {
 		alg := m.Name
-		obs.Log(fmt.Sprintf("== %s", alg))
+		obs.Log(count.next(alg))
 		mdir := filepath.Join(m.Out, m.Name)
 		var r *Result
 		var err error
@@ -154,6 +159,7 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
 		}
+		count.trained()
 		res.Runs = append(res.Runs, r)
 		dirs = append(dirs, r.Dir)
 	}

@@ -47,7 +47,7 @@ type Algorithm struct {
 }
 
 // registry lists every algorithm, one line each; config validation, `pfl algorithms`,
-// `pfl train -h` and the README's table all read it.
+// `pfl train -h` and docs/algorithms.md's table all read it.
 var registry = []Algorithm{
 	{"fedavg", "average every parameter", "McMahan et al., AISTATS 2017, Alg. 1", func(Options) Strategy { return FedAvg() }},
 	{"fedprox", "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", "Li et al., MLSys 2020, Eq. 2", func(o Options) Strategy { return FedProx{Mu: o.Mu} }},
