@@ -79,9 +79,14 @@ type NovelConfig struct {
 
 // DataConfig selects and partitions the dataset.
 type DataConfig struct {
-	Dataset          string  `mapstructure:"dataset" json:"dataset"`                       // a data.Open spec; default fashion-mnist
-	Clients          int     `mapstructure:"clients" json:"clients"`                       // clients the data is spread over; default 50
-	Partition        string  `mapstructure:"partition" json:"partition"`                   // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups; default dirichlet
+	Dataset   string `mapstructure:"dataset" json:"dataset"`     // a data.Open spec; default fashion-mnist
+	Clients   int    `mapstructure:"clients" json:"clients"`     // clients the data is spread over; default 50
+	Partition string `mapstructure:"partition" json:"partition"` // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups, file; default dirichlet
+	// PartitionFile is the JSON file that partition: file reads (data.IndexFile): each
+	// client's training and test indices into the stored dataset, as another implementation
+	// drew them, so that pfl and it train the same clients. Only with partition file, and
+	// without train_samples or test_samples (the indices name stored samples).
+	PartitionFile    string  `mapstructure:"partition_file" json:"partition_file,omitempty"`
 	Convention       string  `mapstructure:"convention" json:"convention"`                 // fedtp or fedperfix; default fedtp
 	Alpha            float64 `mapstructure:"alpha" json:"alpha"`                           // Dirichlet concentration; default 0.5
 	ClassesPerClient int     `mapstructure:"classes_per_client" json:"classes_per_client"` // pathological; default 2
@@ -334,5 +339,6 @@ func realOf(p *float64) float64 {
 func (c Config) partitionConfig() data.PartitionConfig {
 	return data.PartitionConfig{Method: data.Method(c.Data.Partition), Convention: data.Convention(c.Data.Convention),
 		Clients: c.Data.Clients, Seed: c.Seed, Alpha: c.Data.Alpha, ClassesPerClient: c.Data.ClassesPerClient,
-		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise, TrainFrac: c.Data.TrainFrac}
+		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise, TrainFrac: c.Data.TrainFrac,
+		File: c.Data.PartitionFile}
 }

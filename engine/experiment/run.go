@@ -225,7 +225,11 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	}
 	fed, err := sp.Partition(cfg.partitionConfig())
 	if err != nil {
-		return nil, fmt.Errorf("data.partition: %w", err)
+		key := "data.partition"
+		if cfg.Data.Partition == string(data.MethodFile) {
+			key = "data.partition_file" // the file's lists are what was refused
+		}
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	se := &session{manifest: fed.WriteManifest}
 	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}

@@ -19,7 +19,7 @@ var inf = check.Inf
 
 // partitionMethods are the data.partition choices.
 var partitionMethods = []string{string(data.MethodIID), string(data.MethodDirichlet), string(data.MethodPathological),
-	string(data.MethodPachinko), string(data.MethodDomainDirichlet), string(data.MethodCoarseGroups)}
+	string(data.MethodPachinko), string(data.MethodDomainDirichlet), string(data.MethodCoarseGroups), string(data.MethodFile)}
 
 // Validate checks every value that can be checked before loading data, naming the key and
 // what it accepts. It takes the resolved config (Resolved).
@@ -111,6 +111,14 @@ func (c Config) validateData(k *checker) {
 	}
 	k.OneOf("data.partition", d.Partition, partitionMethods...)
 	k.OneOf("data.convention", d.Convention, "fedtp", "fedperfix")
+	switch {
+	case d.Partition == string(data.MethodFile) && d.PartitionFile == "":
+		k.Fail("data.partition_file", "empty; partition file reads each client's indices from it")
+	case d.Partition != string(data.MethodFile) && d.PartitionFile != "":
+		k.Fail("data.partition_file", "set with partition %s; it is read only with partition file", d.Partition)
+	case d.Partition == string(data.MethodFile) && (d.TrainSamples > 0 || d.TestSamples > 0):
+		k.Fail("data.partition", "file with train_samples or test_samples: the file's indices name stored samples, not a random subset's")
+	}
 	k.Real("data.alpha", d.Alpha, 0, inf, "(]")
 	k.AtLeast("data.classes_per_client", int64(d.ClassesPerClient), 1)
 	k.AtLeast("data.min_size", int64(d.MinSize), 1)
