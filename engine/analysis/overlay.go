@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -170,4 +171,70 @@ func Sheet(cells [][]image.Image, rowLabels, colLabels []string) *image.RGBA {
 // WritePNG writes img to path atomically.
 func WritePNG(path string, img image.Image) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return png.Encode(w, img) })
+}
+
+// Caption is img with a line of text under it on a strip of colour bg (a prediction, on
+// green when right and red when wrong), as wide as img: the first of texts that fits
+// (longest first), else the last cut to fit.
+func Caption(img image.Image, bg color.Color, texts ...string) *image.RGBA {
+	face := basicfont.Face7x13
+	b := img.Bounds()
+	text := ""
+	for _, t := range texts {
+		if text = t; font.MeasureString(face, t).Ceil() <= b.Dx()-2 {
+			break
+		}
+	}
+	h := face.Height + 4
+	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
+	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), img, b.Min, draw.Src)
+	draw.Draw(out, image.Rect(0, b.Dy(), b.Dx(), b.Dy()+h), image.NewUniform(bg), image.Point{}, draw.Src)
+	for font.MeasureString(face, text).Ceil() > b.Dx()-2 && len(text) > 1 {
+		text = text[:len(text)-1] // a narrow image: the caption's end is cut
+	}
+	w := font.MeasureString(face, text).Ceil()
+	d := font.Drawer{Dst: out, Src: image.White, Face: face, Dot: fixed.P(max(1, (b.Dx()-w)/2), b.Dy()+face.Ascent+2)}
+	d.DrawString(text)
+	return out
+}
+
+// WithColorBar is sheet with the jet colour scale under it: a bar from 0 (blue) to 1
+// (red) with its ends written beside it and label under it, wrapped to the sheet's width, so a reader can read a map's values.
+func WithColorBar(sheet image.Image, label string) *image.RGBA {
+	const pad, barH = 6, 12
+	face := basicfont.Face7x13
+	b := sheet.Bounds()
+	// the label wrapped at words to the sheet's width
+	var lines []string
+	for _, w := range strings.Fields(label) {
+		if n := len(lines); n > 0 && font.MeasureString(face, lines[n-1]+" "+w).Ceil() <= b.Dx()-2*pad {
+			lines[n-1] += " " + w
+		} else {
+			lines = append(lines, w)
+		}
+	}
+	h := barH + len(lines)*face.Height + 3*pad
+	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
+	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
+	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), sheet, b.Min, draw.Src)
+	text := func(s string, x, y int) {
+		d := font.Drawer{Dst: out, Src: image.Black, Face: face, Dot: fixed.P(x, y)}
+		d.DrawString(s)
+	}
+	zero := font.MeasureString(face, "0").Ceil()
+	x0 := 2*pad + zero
+	x1 := min(b.Dx()-2*pad-zero, x0+300)
+	y := b.Dy() + pad
+	for x := x0; x < x1; x++ {
+		c := Jet(float64(x-x0) / float64(max(x1-x0-1, 1)))
+		for yy := y; yy < y+barH; yy++ {
+			out.Set(x, yy, c)
+		}
+	}
+	text("0", pad, y+barH-1)
+	text("1", x1+pad/2, y+barH-1)
+	for i, l := range lines {
+		text(l, pad, y+barH+pad+face.Ascent+i*face.Height)
+	}
+	return out
 }

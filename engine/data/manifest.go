@@ -101,14 +101,39 @@ func (m Manifest) Heatmap(path string) error {
 	h := plotter.NewHeatMap(countGrid{m.TrainCount}, pal.Palette(64))
 	h.NaN = color.Transparent
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: %s, %d clients (train samples per class)", m.Dataset, m.Config.Method, len(m.TrainCount))
+	p.Title.Text = fmt.Sprintf("%s: %s, %d clients: train samples per class", m.Dataset, m.partitionName(), len(m.TrainCount))
 	p.X.Label.Text = "client"
 	p.Y.Label.Text = "class"
+	p.X.Tick.Marker, p.Y.Tick.Marker = chart.IntTicks{}, chart.IntTicks{}
 	p.Add(h)
 	w := vg.Length(4+0.08*float64(len(m.TrainCount))) * vg.Inch
 	ht := vg.Length(3+0.05*float64(m.Classes)) * vg.Inch
-	if err := chart.Save(p, min(w, 30*vg.Inch), min(ht, 20*vg.Inch), path); err != nil {
+	// a few clients: still as wide as the title
+	w = max(w, p.Title.TextStyle.Rectangle(p.Title.Text).Size().X+0.5*vg.Inch)
+	// the colour scale: samples per cell, 0 to the largest count
+	bar := plot.New()
+	cb := &plotter.ColorBar{ColorMap: pal, Vertical: true}
+	bar.Add(cb)
+	bar.HideX()
+	bar.Y.Label.Text = "train samples"
+	bar.Y.Padding, bar.X.Padding = 0, 0
+	if err := chart.SaveBeside(p, bar, 0.9*vg.Inch, min(w, 30*vg.Inch)+0.9*vg.Inch, min(ht, 20*vg.Inch), path); err != nil {
 		return fmt.Errorf("data: heatmap: %w", err)
 	}
 	return nil
+}
+
+// partitionName is the partition method with its parameter: Dirichlet's concentration α,
+// the pathological split's classes per client.
+func (m Manifest) partitionName() string {
+	c := m.Config
+	switch c.Method {
+	case MethodDirichlet, MethodDomainDirichlet:
+		return fmt.Sprintf("%s α = %g", c.Method, c.Alpha)
+	case MethodPachinko:
+		return fmt.Sprintf("%s α = %g, β = %g", c.Method, c.Alpha, c.Beta)
+	case MethodPathological:
+		return fmt.Sprintf("%s, %d classes per client", c.Method, c.ClassesPerClient)
+	}
+	return string(c.Method)
 }

@@ -2,12 +2,16 @@ package experiment
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/fl"
 	"pfl/engine/internal/atomicfile"
@@ -47,7 +51,7 @@ func gainDensity(dir string, runs []*Result) error {
 			gains = append(gains, g)
 			fmt.Fprintf(&csv, "%d,%s,%.4f\n", c, r.Summary.Name, g)
 		}
-		lines = append(lines, r.Summary.Name, densityCurve(chart.Values(gains), 200)) // the CSV keeps a NaN gain
+		lines = append(lines, r.Summary.Name, densityCurve(chart.Values(gains), 200, -100, 100)) // the CSV keeps a NaN gain
 	}
 	if len(lines) == 0 {
 		return nil
@@ -55,7 +59,62 @@ func gainDensity(dir string, runs []*Result) error {
 	if err := atomicfile.WriteBytes(filepath.Join(dir, "gains.csv"), []byte(csv.String())); err != nil {
 		return err
 	}
-	return save(dir, "gain_density", "per-client accuracy gain over Local", "gain (accuracy points)", "density", lines...)
+	return densityPlot(dir, "gain_density", "per-client accuracy gain over Local (last evaluation)", "accuracy gain over Local, percentage points", true, lines...)
+}
+
+// densityPlot draws density curves (label, points, …) as lines without markers into
+// dir/base.{png,svg}, with a vertical line at 0 where zero marks "no gain".
+func densityPlot(dir, base, title, x string, zero bool, lines ...any) error {
+	p, err := densityFigure(title, x, zero, lines...)
+	if err != nil || p == nil {
+		return err
+	}
+	for _, ext := range []string{"png", "svg"} {
+		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// densityFigure is densityPlot's figure (nil when no curve can be drawn), its legend
+// placed for a 7×4 inch figure.
+func densityFigure(title, x string, zero bool, lines ...any) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, "density, 1/percentage point"
+	var curves []plotter.XYs
+	for i := 0; i+1 < len(lines); i += 2 {
+		pts := chart.Points(lines[i+1].(plotter.XYs))
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", title, err)
+		}
+		n := len(curves)
+		l.Color, l.Dashes, l.Width = plotutil.Color(n), plotutil.Dashes(n), vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(lines[i].(string), l)
+		curves = append(curves, pts)
+	}
+	if len(curves) == 0 {
+		return nil, nil
+	}
+	p.Y.Min = 0 // a density is never negative: the axis starts at 0
+	chart.Pad(p, 0.03)
+	p.Y.Min = 0
+	if zero && p.X.Min < 0 && p.X.Max > 0 {
+		z, err := plotter.NewLine(plotter.XYs{{X: 0, Y: p.Y.Min}, {X: 0, Y: p.Y.Max}})
+		if err == nil {
+			z.Color, z.Width = color.Gray{Y: 100}, vg.Points(0.75)
+			z.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+			p.Add(z)
+			curves = append(curves, z.XYs)
+		}
+	}
+	chart.PlaceLegend(p, 7*vg.Inch, 4*vg.Inch, curves...)
+	return p, nil
 }
 
 // lastAccuracy is a run's per-client accuracies at its last evaluation (nil if none).
@@ -69,10 +128,17 @@ func lastAccuracy(r *Result) []float64 {
 }
 
 // densityCurve is a Gaussian kernel density estimate of xs at points evenly spaced over
-// [min − 3h, max + 3h], with Silverman's bandwidth h = 0.9·min(σ, IQR/1.34)·n^(−1/5)
+// [min − 3h, max + 3h] clipped to [lo, hi], the values' possible range (an accuracy in
+// [0, 100], a gain in percentage points in [−100, 100]), with Silverman's bandwidth h = 0.9·min(σ, IQR/1.34)·n^(−1/5)
 // (the rule of thumb seaborn's and scipy's plots of such densities default to); xs
 // all equal gets h = 1 point.
-func densityCurve(xs []float64, points int) plotter.XYs {
+//
+// The estimate is bounded by reflection: each kernel's mass that would fall beyond a
+// bound is folded back inside (a mirror sample at 2·lo − x and 2·hi − x), so the curve
+// still integrates to 1 over [lo, hi] rather than leaking past 100 % or dipping at a bound
+// where many clients sit (clients at 100 % accuracy are common). Clipping the grid alone
+// would lose that mass.
+func densityCurve(xs []float64, points int, lo, hi float64) plotter.XYs {
 	n := float64(len(xs))
 	if n == 0 {
 		return nil
@@ -98,17 +164,23 @@ func densityCurve(xs []float64, points int) plotter.XYs {
 		spread = math.Min(sigma, iqr)
 	}
 	h := 0.9 * spread * math.Pow(n, -0.2)
-	if h <= 0 || math.IsNaN(h) {
+	if !(h > 1e-9*math.Max(math.Abs(mean), 1)) { // equal values, bar rounding in the mean
 		h = 1
 	}
-	lo, hi := s[0]-3*h, s[len(s)-1]+3*h
+	from, to := math.Max(s[0]-3*h, lo), math.Min(s[len(s)-1]+3*h, hi)
+	if !(from < to) { // values outside the bounds (or all on one): the bare estimate
+		from, to, lo, hi = s[0]-3*h, s[len(s)-1]+3*h, math.Inf(-1), math.Inf(1)
+	}
+	kernel := func(x, v float64) float64 { z := (x - v) / h; return math.Exp(-z * z / 2) }
 	out := make(plotter.XYs, points)
 	for i := range out {
-		x := lo + (hi-lo)*float64(i)/float64(points-1)
+		x := from + (to-from)*float64(i)/float64(points-1)
 		var d float64
 		for _, v := range s {
-			z := (x - v) / h
-			d += math.Exp(-z * z / 2)
+			d += kernel(x, v)
+			if !math.IsInf(lo, 0) {
+				d += kernel(x, 2*lo-v) + kernel(x, 2*hi-v)
+			}
 		}
 		out[i] = plotter.XY{X: x, Y: d / (n * h * math.Sqrt(2*math.Pi))}
 	}

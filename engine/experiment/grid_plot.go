@@ -111,33 +111,42 @@ func band(name string, runs []plotter.XYs) bandCurve {
 func drawBands(path, title string, curves []bandCurve) error {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "round", "accuracy, %"
-	p.Legend.Top = false
+	p.X.Tick.Marker = chart.IntTicks{}
+	var data []plotter.XYs
+	// every band first, every line on top: a later member's band must not veil an
+	// earlier member's line
+	for i, c := range curves {
+		if len(c.mean) == 0 || c.seeds <= 1 {
+			continue
+		}
+		var ring plotter.XYs
+		ring = append(ring, c.lo...)
+		for j := len(c.hi) - 1; j >= 0; j-- {
+			ring = append(ring, c.hi[j])
+		}
+		poly, err := plotter.NewPolygon(ring)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", path, err)
+		}
+		r, gr, b, _ := plotutil.Color(i).RGBA()
+		// translucent: where two bands overlap both stay visible
+		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(gr >> 8), B: uint8(b >> 8), A: 50}
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		data = append(data, c.lo, c.hi)
+	}
 	for i, c := range curves {
 		if len(c.mean) == 0 {
 			continue
 		}
 		col := plotutil.Color(i)
-		if c.seeds > 1 {
-			var ring plotter.XYs
-			ring = append(ring, c.lo...)
-			for j := len(c.hi) - 1; j >= 0; j-- {
-				ring = append(ring, c.hi[j])
-			}
-			poly, err := plotter.NewPolygon(ring)
-			if err != nil {
-				return fmt.Errorf("plot %s: %w", path, err)
-			}
-			r, gr, b, _ := col.RGBA()
-			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(gr >> 8), B: uint8(b >> 8), A: 60}
-			poly.LineStyle.Width = 0
-			p.Add(poly)
-		}
 		line, err := plotter.NewLine(c.mean)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
 		line.Color, line.Width, line.Dashes = col, vg.Points(1.5), plotutil.Dashes(i)
 		p.Add(line)
+		data = append(data, c.mean)
 		if len(c.mean) < 30 { // few evaluations: mark them (a single one draws no line)
 			pts, err := plotter.NewScatter(c.mean)
 			if err != nil {
@@ -150,6 +159,7 @@ func drawBands(path, title string, curves []bandCurve) error {
 		}
 		p.Legend.Add(c.name, line)
 	}
+	finish(p, 7*vg.Inch, 4*vg.Inch, data...)
 	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
 }
 
@@ -167,7 +177,7 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 		}
 	}
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = met.title, axis.Key, "accuracy, %"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = met.title, sweepLabel(axis.Key), "accuracy, %"
 	if second >= 0 {
 		p.Title.Text += fmt.Sprintf(" (%s = %s)", g.cfg.Sweep[1].Key, g.cfg.Sweep[1].Values[second])
 	}
@@ -178,8 +188,8 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
-	p.Legend.Top = false
 	runs := g.runs
+	var data []plotter.XYs
 	for mi, name := range g.memberNames() {
 		var pts plotter.XYs
 		var errs plotter.YErrors
@@ -213,6 +223,7 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 		line.Color, points.Color, points.Shape = col, col, plotutil.Shape(mi)
 		p.Add(line, points)
 		p.Legend.Add(name, line, points)
+		data = append(data, pts)
 		if len(g.cfg.Seeds) > 1 {
 			bars, err := plotter.NewYErrorBars(struct {
 				plotter.XYs
@@ -223,8 +234,18 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 			}
 			bars.Color = col
 			p.Add(bars)
+			var lo, hi plotter.XYs // the bars' ends are data the legend must not hide
+			for i, q := range pts {
+				lo = append(lo, plotter.XY{X: q.X, Y: q.Y - errs[i].Low})
+				hi = append(hi, plotter.XY{X: q.X, Y: q.Y + errs[i].High})
+			}
+			data = append(data, chart.Points(lo), chart.Points(hi))
 		}
 	}
+	if isNum && chart.LogWorthy(xs) {
+		chart.LogX(p) // α and learning rates are swept by factors: equal ratios, equal steps
+	}
+	finish(p, 7*vg.Inch, 4*vg.Inch, data...)
 	for _, ext := range []string{".png", ".svg"} {
 		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, base+ext)); err != nil {
 			return err
@@ -258,8 +279,8 @@ func (g *grid) clientPlots() error {
 	for mi, name := range g.memberNames() {
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("%s: final accuracy of every client (seed %d)", name, g.seeds[0])
-		p.X.Label.Text, p.Y.Label.Text = axis.Key, "accuracy, %"
-		var mean plotter.XYs
+		p.X.Label.Text, p.Y.Label.Text = sweepLabel(axis.Key), "accuracy, %"
+		var mean, all plotter.XYs
 		for pi := range g.points {
 			cols := g.perClient(pi, mi)
 			if cols == nil {
@@ -280,6 +301,7 @@ func (g *grid) clientPlots() error {
 				}
 				sc.Color, sc.Shape = plotutil.Color(pi), plotutil.Shape(0)
 				p.Add(sc)
+				all = append(all, pts...)
 			}
 			mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(cols))})
 		}
@@ -292,6 +314,14 @@ func (g *grid) clientPlots() error {
 			p.Add(line)
 			p.Legend.Add("mean over clients", line)
 		}
+		if chart.LogWorthy(xs) {
+			chart.LogX(p)
+		}
+		var data []plotter.XYs
+		for _, q := range all {
+			data = append(data, plotter.XYs{q}) // separate markers, not a line
+		}
+		finish(p, 7*vg.Inch, 4*vg.Inch, append(data, mean)...)
 		for _, ext := range []string{".png", ".svg"} {
 			if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(g.dir, "clients-"+folderSafe(name)+ext)); err != nil {
 				return err
@@ -299,4 +329,19 @@ func (g *grid) clientPlots() error {
 		}
 	}
 	return nil
+}
+
+// sweepLabel is a swept key as an axis label, with the unit where the key has one.
+func sweepLabel(key string) string {
+	switch key {
+	case "data.alpha":
+		return "data.alpha (Dirichlet concentration α)"
+	case "train.lr":
+		return key + " (learning rate)"
+	case "train.local_epochs":
+		return key + " (epochs)"
+	case "train.participation":
+		return key + " (fraction of clients per round)"
+	}
+	return key
 }

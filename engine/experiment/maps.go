@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -172,7 +173,8 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 		for _, r := range rows {
 			grid = append(grid, r[ci])
 		}
-		sheet := analysis.Sheet(grid, append([]string{fmt.Sprintf("client %d", c)}, names...), labels[ci])
+		sheet := analysis.WithColorBar(analysis.Sheet(grid, append([]string{fmt.Sprintf("client %d", c)}, names...), labels[ci]),
+			"map value (rollout: divided by its maximum; focal modulation: min-max scaled). Under each map: the model's prediction, right or wrong.")
 		name := fmt.Sprintf("client%d.png", c)
 		if err := analysis.WritePNG(filepath.Join(out, name), sheet); err != nil {
 			return nil, err
@@ -227,7 +229,7 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 		}
 		info.Clients = clients
 		for _, c := range clients {
-			info.Images = append(info.Images, slices.Clone(fed.Part.Test[c][:n]))
+			info.Images = append(info.Images, classSpread(fed.Part.Test[c], fed.Test.Labels, n))
 		}
 	}
 	res := &memberResult{overlays: make([][]image.Image, len(info.Clients))}
@@ -248,9 +250,26 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 	err = se.run.Inspect(info.Clients, info.Images, func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error {
 		pos := tokenCount(m)
 		var cp model.Capture
-		m.Forward(s, x, &model.Pass{Capture: &cp})
+		logits := m.Forward(s, x, &model.Pass{Capture: &cp})
 		if err := s.Err(); err != nil {
 			return err
+		}
+		// the predicted class of every image [K, B]: a map is read against what the
+		// model made of the image; a model whose logits cannot be read gets no captions
+		var pred []int
+		if logits != nil && len(logits.Shape()) == 3 {
+			if v, err := logits.Float32s(); err == nil {
+				k := int(logits.Size(2))
+				for r := 0; r+k <= len(v); r += k {
+					best := 0
+					for c := 1; c < k; c++ {
+						if v[r+c] > v[r+best] {
+							best = c
+						}
+					}
+					pred = append(pred, best)
+				}
+			}
 		}
 		var heats [][][]float64 // [row][image] heat map
 		var gh, gw int
@@ -286,7 +305,11 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 				if err != nil {
 					return err
 				}
-				res.overlays[ci] = append(res.overlays[ci], ov)
+				var cell image.Image = ov
+				if at := i*len(info.Images[ci]) + j; at < len(pred) {
+					cell = predictionCaption(ov, pred[at], int(fed.Test.Labels[idx]), fed.Test.ClassNames)
+				}
+				res.overlays[ci] = append(res.overlays[ci], cell)
 			}
 		}
 		return nil
@@ -295,6 +318,38 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 		return &memberResult{skipped: err.Error()}, nil
 	}
 	return res, err
+}
+
+// classSpread is n of a client's test images (indices into the test set, labels their
+// classes) covering as many classes as it can: the first image of each class in turn, then
+// the rest in order, so a sheet shows the model on several classes rather than n images of
+// the one class a skewed client mostly holds.
+func classSpread(test []int, labels []int64, n int) []int {
+	var out, rest []int
+	seen := map[int64]bool{}
+	for _, i := range test {
+		if !seen[labels[i]] && len(out) < n {
+			seen[labels[i]] = true
+			out = append(out, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return append(out, rest[:min(n-len(out), len(rest))]...)
+}
+
+// predictionCaption is a map with the model's predicted class under it: on green when it
+// is the image's class, on red when not.
+func predictionCaption(img image.Image, pred, label int, names []string) image.Image {
+	name := fmt.Sprint(pred)
+	if pred < len(names) {
+		name = names[pred]
+	}
+	// a long class name on a small image: the colour alone says right or wrong
+	if pred == label {
+		return analysis.Caption(img, color.RGBA{R: 30, G: 130, B: 60, A: 255}, name+": right", name)
+	}
+	return analysis.Caption(img, color.RGBA{R: 190, G: 40, B: 40, A: 255}, name+": wrong", name)
 }
 
 // tokenCount is the length of a ViT's position embedding (the class token and the

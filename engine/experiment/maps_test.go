@@ -61,8 +61,17 @@ func TestMaps(t *testing.T) {
 	}
 	fed := se.run.Federated()
 	for i, c := range saved.Clients {
-		if !slices.Equal(saved.Images[i], fed.Part.Test[c][:3]) {
-			t.Errorf("client %d: images %v, its first test images %v", c, saved.Images[i], fed.Part.Test[c][:3])
+		// one image of each class first, as many classes as the client has up to 3
+		want := classSpread(fed.Part.Test[c], fed.Test.Labels, 3)
+		classes, shown := map[int64]bool{}, map[int64]bool{}
+		for _, j := range fed.Part.Test[c] {
+			classes[fed.Test.Labels[j]] = true
+		}
+		for _, j := range saved.Images[i] {
+			shown[fed.Test.Labels[j]] = true
+		}
+		if !slices.Equal(saved.Images[i], want) || len(shown) != min(3, len(classes)) {
+			t.Errorf("client %d: images %v of %d classes, want %v (%d classes)", c, saved.Images[i], len(shown), want, min(3, len(classes)))
 		}
 	}
 	se.close()
@@ -76,8 +85,10 @@ func TestMaps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 32-pixel images magnified twice: 4 rows (inputs, fedtp, fedavg, transfed), 3 columns
-		if b := img.Bounds(); b.Dy() < 4*64 || b.Dy() > 4*64+60 || b.Dx() < 3*64 {
+		// 32-pixel images magnified twice: 4 rows (inputs, fedtp, fedavg, transfed), 3
+		// columns; each map captioned with its prediction (17 pixels), the colour bar under
+		// the sheet with its label (30 and 13 a line)
+		if b := img.Bounds(); b.Dy() < 4*64+3*17+43 || b.Dy() > 4*64+60+3*17+30+13*8 || b.Dx() < 3*64 {
 			t.Errorf("%s: %v", name, b)
 		}
 	}

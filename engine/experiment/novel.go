@@ -103,7 +103,7 @@ func novelPlot(dir string, runs []*Result) error {
 		for _, n := range r.Summary.Novel {
 			var xy plotter.XYs
 			for e, a := range n.Micro {
-				xy = append(xy, plotter.XY{X: float64(e), Y: a})
+				xy = append(xy, plotter.XY{X: float64(e), Y: 100 * a})
 			}
 			lines = append(lines, fmt.Sprintf("%s (%s)", r.Summary.Name, n.Tuned), xy)
 		}
@@ -111,5 +111,5 @@ func novelPlot(dir string, runs []*Result) error {
 	if lines == nil {
 		return nil
 	}
-	return save(dir, "novel", "novel clients: test accuracy while fine-tuning", "fine-tuning epoch", "accuracy", lines...)
+	return save(dir, "novel", "novel clients: test accuracy while fine-tuning", "fine-tuning epoch", "accuracy, %", lines...)
 }

@@ -50,18 +50,21 @@ func plots(dir, name string, h []fl.RoundMetrics, novel []int) error {
 	for i, a := range sorted {
 		per = append(per, plotter.XY{X: float64(i), Y: 100 * a})
 	}
-	return save(dir, "clients", name+": final accuracy per client (sorted)", "client (sorted)", "accuracy, %", "client", per)
+	return save(dir, "clients", name+": final accuracy per client (sorted)", "client, sorted by final accuracy", "accuracy, %", "client", per)
 }
 
 // save draws named lines (label, points, label, points, ...) into dir/base.{png,svg}.
 func save(dir, base, title, x, y string, lines ...any) error {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.X.Tick.Marker = chart.IntTicks{} // rounds, epochs, clients: no tick at 2.5
 	var args []any
+	var curves []plotter.XYs
 	for i := 0; i+1 < len(lines); i += 2 {
 		// a diverged run's NaN or infinite loss cannot be drawn; the metrics files keep it
 		if pts := chart.Points(lines[i+1].(plotter.XYs)); len(pts) > 0 {
 			args = append(args, lines[i], pts)
+			curves = append(curves, pts)
 		}
 	}
 	if len(args) == 0 {
@@ -70,6 +73,7 @@ func save(dir, base, title, x, y string, lines ...any) error {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return fmt.Errorf("plot %s: %w", base, err)
 	}
+	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)
 	for _, ext := range []string{"png", "svg"} {
 		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
 			return err
@@ -96,19 +100,30 @@ func CompareLabelled(path string, dirs, labels []string) error {
 		return fmt.Errorf("plot: no run directories")
 	}
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy", "round", "accuracy, %"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy (all test samples)", "round", "accuracy, %"
+	p.X.Tick.Marker = chart.IntTicks{}
 	var args []any
+	var curves []plotter.XYs
 	for i, dir := range dirs {
 		pts, err := accuracyCurve(dir)
 		if err != nil {
 			return err
 		}
 		args = append(args, labels[i], chart.Points(pts))
+		curves = append(curves, chart.Points(pts))
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
+	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)
 	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
+}
+
+// finish pads p's axes so no marker sits on the frame and puts its legend where it covers
+// none of curves (the figure's data), for a figure of w × h.
+func finish(p *plot.Plot, w, h vg.Length, curves ...plotter.XYs) {
+	chart.Pad(p, 0.04)
+	chart.PlaceLegend(p, w, h, curves...)
 }
 
 // accuracyCurve reads a run's evaluated rounds: accuracy in percent by 1-based round, as

@@ -115,7 +115,7 @@ func TestEveryPlotSurvivesDegenerateSeries(t *testing.T) {
 			if err := novelPlot(dir, runs); err != nil {
 				t.Errorf("novelPlot: %v", err)
 			}
-			want(filepath.Join(dir, "novel.png"))
+			wantPercent(filepath.Join(dir, "novel.png"))
 
 			var lines []metricsLine
 			for _, m := range h {

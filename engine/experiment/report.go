@@ -15,7 +15,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/data"
@@ -293,7 +292,7 @@ func plotPNG(p *plot.Plot, caption string, w, h vg.Length) *figure {
 // density for several.
 func distribution(runs []*runData) *figure {
 	p := plot.New()
-	p.X.Label.Text = "final accuracy per client (%)"
+	p.X.Label.Text = "final accuracy per client, %"
 	if len(runs) == 1 {
 		// a client without test samples has a NaN accuracy, which a histogram cannot bin
 		acc := chart.Values(runs[0].finalAccuracy())
@@ -310,7 +309,11 @@ func distribution(runs []*runData) *figure {
 		}
 		h.FillColor = color.RGBA{R: 80, G: 120, B: 200, A: 255}
 		p.Add(h)
-		p.Title.Text, p.Y.Label.Text = "per-client accuracy at the last evaluation", "clients"
+		p.Title.Text, p.Y.Label.Text = runs[0].cfg.Name+": per-client accuracy at the last evaluation", "clients"
+		p.Y.Min = 0
+		chart.Pad(p, 0.03)
+		p.Y.Min = 0
+		p.Y.Tick.Marker = chart.IntTicks{} // a count of clients
 		return plotPNG(p, fmt.Sprintf("%d clients that train (novel clients left out)", len(acc)), 6*vg.Inch, 3.5*vg.Inch)
 	}
 	var lines []any
@@ -322,12 +325,12 @@ func distribution(runs []*runData) *figure {
 		for i := range acc {
 			acc[i] *= 100
 		}
-		lines = append(lines, r.cfg.Name, chart.Points(densityCurve(acc, 200)))
+		lines = append(lines, r.cfg.Name, chart.Points(densityCurve(acc, 200, 0, 100)))
 	}
-	if len(lines) == 0 || plotutil.AddLines(p, lines...) != nil {
+	p, err := densityFigure("per-client accuracy at the last evaluation", "final accuracy per client, %", false, lines...)
+	if err != nil || p == nil {
 		return nil
 	}
-	p.Title.Text, p.Y.Label.Text = "per-client accuracy at the last evaluation", "density"
 	return plotPNG(p, "Gaussian kernel density of each member's per-client accuracies (Silverman's bandwidth; novel clients left out)", 7*vg.Inch, 4*vg.Inch)
 }
 

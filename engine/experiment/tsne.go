@@ -104,9 +104,14 @@ func clientGroups(dir string) ([]int, error) {
 	return out, nil
 }
 
+// maxTSNEClients is the most clients a t-SNE gives a colour and legend entry each: past
+// that, colours repeat and cannot tell clients apart.
+var maxTSNEClients = len(chart.Categorical)
+
 // EmbeddingTSNE draws the t-SNE of a run's client embeddings (FedTP Fig. 9, TransFed
-// Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, coloured by coarse group
-// when the partition has one, novel clients as crosses, and the coordinates in
+// Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, a colour per client
+// (up to maxTSNEClients; more: a colour per coarse group) and a marker shape per coarse
+// group when the partition has one, novel clients as crosses, the legend beside the map, and the coordinates in
 // dir/embeddings_tsne.csv (client, novel, group, x, y; group −1 without groups). The
 // layout is seeded by the run's seed. A run without embeddings.csv is an error.
 func EmbeddingTSNE(dir string) error {
@@ -156,27 +161,37 @@ func EmbeddingTSNE(dir string) error {
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: t-SNE of the client embeddings", cfg.Name)
-	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1", "t-SNE 2"
-	byGroup := map[[2]int]plotter.XYs{} // (group, novel)
-	var keys [][2]int
-	for i := range e.Clients {
-		k := [2]int{group(i), 0}
-		if e.Novel[i] {
-			k[1] = 1
+	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1 (no unit)", "t-SNE 2 (no unit)"
+	// few clients: a colour each, named in the legend, the coarse group as the marker's
+	// shape; many: a colour per coarse group, as the papers' figures
+	perClient := n <= maxTSNEClients
+	type key struct{ client, group, novel int }
+	byKey := map[key]plotter.XYs{}
+	var keys []key
+	for i, c := range e.Clients {
+		k := key{-1, group(i), 0}
+		if perClient {
+			k.client = c
 		}
-		if _, ok := byGroup[k]; !ok {
+		if e.Novel[i] {
+			k.novel = 1
+		}
+		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
 		}
-		byGroup[k] = append(byGroup[k], plotter.XY{X: y[2*i], Y: y[2*i+1]})
+		byKey[k] = append(byKey[k], plotter.XY{X: y[2*i], Y: y[2*i+1]})
 	}
-	slices.SortFunc(keys, func(a, b [2]int) int {
-		if a[0] != b[0] {
-			return a[0] - b[0]
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.group != b.group {
+			return a.group - b.group
 		}
-		return a[1] - b[1]
+		if a.client != b.client {
+			return a.client - b.client
+		}
+		return a.novel - b.novel
 	})
-	for _, k := range keys {
-		pts := chart.Points(byGroup[k]) // the CSV keeps a coordinate that cannot be drawn
+	for ci, k := range keys {
+		pts := chart.Points(byKey[k]) // the CSV keeps a coordinate that cannot be drawn
 		if len(pts) == 0 {
 			continue
 		}
@@ -184,14 +199,25 @@ func EmbeddingTSNE(dir string) error {
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = plotutil.Color(max(k[0], 0))
-		sc.GlyphStyle.Radius = vg.Points(3)
+		sc.GlyphStyle.Radius = vg.Points(3.5)
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		name := "clients"
-		if k[0] >= 0 {
-			name = fmt.Sprintf("group %d", k[0])
+		sc.GlyphStyle.Color = plotutil.Color(max(k.group, 0))
+		var name string
+		if perClient {
+			sc.GlyphStyle.Color = chart.Categorical[ci%len(chart.Categorical)]
+			name = fmt.Sprintf("client %d", k.client)
 		}
-		if k[1] == 1 {
+		if k.group >= 0 {
+			if perClient {
+				sc.GlyphStyle.Shape = plotutil.Shape(k.group)
+				name += ", "
+			}
+			name += fmt.Sprintf("group %d", k.group)
+		}
+		if name == "" {
+			name = "clients"
+		}
+		if k.novel == 1 {
 			sc.GlyphStyle.Shape = draw.CrossGlyph{}
 			name += " (novel)"
 		}
@@ -200,6 +226,9 @@ func EmbeddingTSNE(dir string) error {
 			p.Legend.Add(name, sc)
 		}
 	}
+	chart.Pad(p, 0.05)
+	// clients fill the whole map: the legend goes beside it
+	chart.LegendOutside(p, 6*vg.Inch, 5*vg.Inch)
 	for _, ext := range []string{"png", "svg"} {
 		if err := chart.Save(p, 6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
 			return err

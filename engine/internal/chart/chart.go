@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"pfl/engine/internal/atomicfile"
 )
@@ -80,22 +81,61 @@ func fixAxes(p *plot.Plot) {
 
 // Render draws p as an image of w×h in format ("png", "svg"). A panic inside gonum/plot
 // (a case fixAxes does not foresee) is returned as an error.
-func Render(p *plot.Plot, w, h vg.Length, format string) (b []byte, err error) {
+func Render(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
+	return RenderBeside(p, nil, 0, w, h, format)
+}
+
+// Rendered, when set, sees every figure right before it is drawn (its axes fixed): tests
+// check titles, labels and axis ranges through it; nothing else sets it.
+var Rendered func(p, side *plot.Plot)
+
+// RenderBeside is Render with a second plot, side (a colour bar), drawn in a strip sideW
+// wide on the right of the figure (side nil: none).
+func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("cannot draw the figure: %v", r)
 		}
 	}()
-	fixAxes(p)
-	wt, err := p.WriterTo(w, h, format)
+	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, err
 	}
+	dc := draw.New(c)
+	fixAxes(p)
+	if Rendered != nil {
+		Rendered(p, side)
+	}
+	if side != nil {
+		fixAxes(side)
+		dc.Max.X -= sideW
+		// the strip spans the main plot's data area, so the bar lines up with it
+		data := p.DataCanvas(dc)
+		sc := dc
+		sc.Min.X, sc.Max.X = dc.Max.X, dc.Max.X+sideW-vg.Points(6) // off the figure's edge
+		sc.Min.Y, sc.Max.Y = data.Min.Y, data.Max.Y
+		side.Draw(sc)
+	}
+	if !p.Legend.Left && p.Legend.XOffs > 0 {
+		// a legend pushed past the right edge of the data (LegendOutside): the axes give
+		// it that much room on the right of the figure
+		dc.Max.X -= p.Legend.XOffs
+	}
+	p.Draw(dc)
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// SaveBeside is Save with RenderBeside's side plot.
+func SaveBeside(p, side *plot.Plot, sideW, w, h vg.Length, path string) error {
+	b, err := RenderBeside(p, side, sideW, w, h, strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), "."))
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, b)
 }
 
 // Save draws p into path (its extension, .png or .svg, chooses the format), atomically:
