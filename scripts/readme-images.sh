@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remakes the README's pictures in docs/img/ from real runs on the CPU: the sweep demo
+# Remakes the docs' pictures in docs/img/ from real runs on the CPU: the sweep demo
 # (configs/sweep-demo-fmnist.yaml: its sweep plot, a point's curves with their band across
 # seeds, a run's partition heatmap, attention-rollout map and client-embedding t-SNE, and a
 # screenshot of its report) and a 10-round demo suite (configs/demo-fmnist.yaml: TransFed's

@@ -626,6 +626,9 @@ var ownVariables = []string{
 	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
 	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/
 	"PFL_NVCC_ARCH", "PFL_GPU_OUT", "PFL_BENCH_PRECISIONS",
+	// bench/gpu.sh's: its steps run pfl with them set
+	"PFL_GPU_BUDGET", "PFL_GPU_CUDA_ROOT", "PFL_GPU_NVCC", "PFL_GPU_REBUILD", "PFL_GPU_REHEARSE", "PFL_KEEP_REHEARSAL",
+	"PFL_FEDTP_OFFICIAL", "PFL_FEDTP_OFFICIAL_DATA", "PFL_FEDTP_OFFICIAL_ROUNDS",
 }
 
 // ownPrefix starts the variables of the command's own tests (PFL_TEST_AS_PFL, which makes

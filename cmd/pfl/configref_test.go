@@ -20,14 +20,14 @@ const configDocPath = "../../docs/config.md"
 
 // TestConfigReferenceIsCurrent: docs/config.md lists every config key with its type,
 // default and meaning, generated from the structs (their fields' comments) and
-// experiment.DefaultConfig. PFL_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference
+// experiment.DefaultConfig. PFL_TEST_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference
 // rewrites it after a change.
 func TestConfigReferenceIsCurrent(t *testing.T) {
 	want, err := configReference()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("PFL_UPDATE_DOCS") == "1" {
+	if os.Getenv("PFL_TEST_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(configDocPath, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestConfigReferenceIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Errorf("%s is not what the config structs generate; run PFL_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference", configDocPath)
+		t.Errorf("%s is not what the config structs generate; run PFL_TEST_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference", configDocPath)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,6 +37,9 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 		sets = append(sets, "data.dataset=cifar100:"+toyCIFAR100(t))
 	default:
 		sets = append(sets, "data.dataset=synthetic:400:10:100")
+	}
+	if cfg.Data.Partition == "file" { // the file indexes the real data set: the toy takes a file of its own
+		sets = append(sets, "data.partition_file="+toyPartitionFile(t))
 	}
 	for _, k := range []struct{ field, set string }{{"Dim", "model.dim=8"}, {"Heads", "model.heads=2"},
 		{"HeadDim", "model.head_dim=4"}, {"MLP", "model.mlp=8"}} {
@@ -107,6 +111,31 @@ func toyGrid(cfg experiment.Config) experiment.Config {
 		cfg.Seeds = cfg.Seeds[:1]
 	}
 	return cfg
+}
+
+// toyPartitionFile writes a partition file for toySets' five clients of
+// synthetic:400:10:100: 80 training and 20 test images each, in stored order.
+func toyPartitionFile(t *testing.T) string {
+	var train, test [][]int
+	for c := range 5 {
+		train = append(train, nil)
+		test = append(test, nil)
+		for i := range 80 {
+			train[c] = append(train[c], c*80+i)
+		}
+		for i := range 20 {
+			test[c] = append(test[c], c*20+i)
+		}
+	}
+	b, err := json.Marshal(map[string][][]int{"train": train, "test": test})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "partition.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // toyCIFAR100 writes a small CIFAR-100 in the official binary layout (a coarse and a fine

@@ -32,6 +32,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"partition", "-data", "synthetic:600", "-clients", "7", "-out", tmp}, 0, "7 clients"},
 		{[]string{"partition", "-data", "synthetic", "-method", "pathological", "-k", "11", "-out", tmp}, 1, "classes per client"},
 		{[]string{"partition", "-data", "imagenet"}, 1, "unknown dataset"},
+		{[]string{"partition", "-c", "a.yaml", "-clients", "3"}, 1, "drop -clients"},
+		{[]string{"partition", "--set", "seed=2"}, 1, "give the config with -c"},
 		{[]string{"train", "--set", "train.roundz=2"}, 1, "--set train.roundz=2: no config key train.roundz"},
 		{[]string{"train", "--set", "rounds"}, 1, "want key=value"},
 		{[]string{"train", "-c", "/nonexistent.yaml"}, 1, "nonexistent.yaml"},
@@ -92,19 +94,19 @@ func TestEveryPresetDecodesAndValidates(t *testing.T) {
 	}
 }
 
-// TestREADMEListsTheRegistry keeps the README's algorithm table equal to the registry.
-func TestREADMEListsTheRegistry(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestAlgorithmDocListsTheRegistry keeps docs/algorithms.md's algorithm table equal to the registry.
+func TestAlgorithmDocListsTheRegistry(t *testing.T) {
+	b, err := os.ReadFile("../../docs/algorithms.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "<!-- algorithms -->\n")
 	table, _, ok2 := strings.Cut(rest, "<!-- /algorithms -->")
 	if !ok || !ok2 {
-		t.Fatal("README.md lacks the <!-- algorithms --> table")
+		t.Fatal("docs/algorithms.md lacks the <!-- algorithms --> table")
 	}
 	if want := algorithmTable(); table != want {
-		t.Fatalf("README's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
+		t.Fatalf("docs/algorithms.md's algorithm table differs from the registry (regenerate it with pfl algorithms -markdown):\n got:\n%s\nwant:\n%s", table, want)
 	}
 }
 

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"pfl/engine/data"
 	"pfl/engine/data/fetch"
+	"pfl/engine/experiment"
 )
 
 // checkPartitionFlags refuses values no partition can use, naming the flag.
@@ -47,8 +50,17 @@ func partitionCmd(args []string, out io.Writer) error {
 	fs.Float64Var(&cfg.NoiseMax, "noise", 0, "feature imbalance: client i gets noise std noise·i/(N-1)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed")
 	dir := fs.String("out", "runs/partition", "folder for partition.json and partition.png")
+	path := fs.String("c", "", "export the partition a run of this config (one seed) trains on, as indices into the dataset's files (clients.json beside partition.json); the flags above come from the config then")
+	var sets setFlags
+	fs.Var(&sets, "set", "with -c: override a config key, e.g. --set seed=2 (repeatable)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *path != "" {
+		return exportPartition(fs, *path, sets, *dir, out)
+	}
+	if len(sets) > 0 {
+		return fmt.Errorf("--set overrides a config's key; give the config with -c")
 	}
 	cfg.Method, cfg.Convention = data.Method(*method), data.Convention(*convention)
 	if err := checkPartitionFlags(cfg); err != nil {
@@ -81,5 +93,41 @@ func partitionCmd(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%s (%s), %d clients: %d to %d train samples per client\n", cfg.Method, cfg.Convention, cfg.Clients, small, large)
 	fmt.Fprintf(out, "hash %s\n", m.Hash)
 	fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(*dir, "partition.json"), filepath.Join(*dir, "partition.png"))
+	return nil
+}
+
+// exportPartition writes the partition a run of the config at path trains on (the manifest
+// and clients.json, experiment.ExportPartition); the partition's own flags (other than
+// -out) are the config's data keys then, and setting one is an error.
+func exportPartition(fs *flag.FlagSet, path string, sets []string, dir string, out io.Writer) error {
+	var clash []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "c" && f.Name != "set" && f.Name != "out" {
+			clash = append(clash, "-"+f.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return fmt.Errorf("-c takes the partition from the config; drop %s (or --set data.* keys)", strings.Join(clash, ", "))
+	}
+	cfg, err := loadConfig(path, sets)
+	if err != nil {
+		return err
+	}
+	ctx, stop := interruptible(out)
+	defer stop()
+	e, err := experiment.ExportPartition(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	small, large := -1, 0
+	for _, c := range e.Clients {
+		if small < 0 || len(c.Train) < small {
+			small = len(c.Train)
+		}
+		large = max(large, len(c.Train))
+	}
+	fmt.Fprintf(out, "%s, seed %d (%s convention), %d clients: %d to %d train samples per client\n", e.Dataset, e.Seed, e.Convention, len(e.Clients), small, large)
+	fmt.Fprintf(out, "hash %s\n", e.Hash)
+	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(dir, "partition.json"), filepath.Join(dir, "partition.png"), filepath.Join(dir, experiment.ClientsFile))
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"pfl/engine/experiment"
 )
@@ -44,14 +45,20 @@ func drawMissingMaps(dir string, out io.Writer) {
 		}
 		dirs = first
 	}
-	for _, d := range dirs {
+	for i, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "maps", "maps.json")); err == nil {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(d, "config.json")); err != nil {
 			continue // not a run (yet): the report says what it can
 		}
+		// maps load every member's checkpoint and run its model: seconds each, so say so
+		fmt.Fprintf(out, "drawing maps %d/%d: %s\n", i+1, len(dirs), d)
+		start := time.Now()
 		info, err := experiment.Maps(d, experiment.MapOptions{})
+		if err == nil {
+			fmt.Fprintf(out, "drew maps of %s in %.1f s\n", d, time.Since(start).Seconds())
+		}
 		if err != nil {
 			fmt.Fprintf(out, "maps of %s: %v (the report has none)\n", d, err)
 			continue

@@ -242,6 +242,10 @@ func printResult(out io.Writer, res *experiment.Result) {
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
 	fmt.Fprintf(out, "final accuracy %.2f%%; per client %.2f ± %.2f (p10 %.2f, median %.2f, p90 %.2f, worst 10%% %.2f)\n",
 		100*s.FinalMicro, 100*s.FinalMean, 100*s.FinalStd, 100*s.P10, 100*s.P50, 100*s.P90, 100*s.Worst10)
-	fmt.Fprintf(out, "accuracy over the last %d evaluations %.2f ± %.2f %%\n", s.TailEvals, 100*s.TailMean, 100*s.TailStd)
+	if s.TailEvals < 2 { // the spread of one evaluation is unknown, not 0
+		fmt.Fprintf(out, "accuracy over the last evaluation %.2f%% (one evaluation in the window: no spread)\n", 100*s.TailMean)
+	} else {
+		fmt.Fprintf(out, "accuracy over the last %d evaluations %.2f ± %.2f %%\n", s.TailEvals, 100*s.TailMean, 100*s.TailStd)
+	}
 	fmt.Fprintf(out, "run directory: %s\n", res.Dir)
 }

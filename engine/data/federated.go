@@ -20,6 +20,9 @@ const (
 	MethodPachinko        Method = "pachinko"
 	MethodDomainDirichlet Method = "domain-dirichlet"
 	MethodCoarseGroups    Method = "coarse-groups"
+	// MethodFile reads the assignment from PartitionConfig.File (ReadIndexFile): the
+	// partition another implementation drew, so that both train on the same clients.
+	MethodFile Method = "file"
 )
 
 // Convention is how clients get test data.
@@ -52,6 +55,7 @@ type PartitionConfig struct {
 	TrainFrac        float64 // fedperfix: default 0.75
 	HoldOut          float64 // fraction of clients never trained (novel clients); default 0
 	NoiseMax         float64 // feature imbalance: client i gets noise std NoiseMax·i/(N−1); default 0
+	File             string  // file: the index lists' JSON file (ReadIndexFile)
 }
 
 // Federated is a dataset spread over clients: client i trains on Train's images Part.Train[i]
@@ -84,15 +88,17 @@ func (sp *Split) Partition(cfg PartitionConfig) (*Federated, error) {
 	r := rng.New(rng.Key{Seed: cfg.Seed, Purpose: "partition", Round: -1, Client: -1})
 	f := &Federated{Config: cfg, Train: sp.Train, Test: sp.Test}
 	var err error
-	switch cfg.Convention {
-	case ConventionFedPerfix:
+	switch {
+	case cfg.Method == MethodFile:
+		err = f.partitionFile(cfg)
+	case cfg.Convention == ConventionFedPerfix:
 		f.Train = Concat(sp.Train, sp.Test)
 		f.Test = f.Train
 		var parts [][]int
 		if parts, err = partitionPool(f.Train, cfg, r); err == nil {
 			f.Part.Train, f.Part.Test, err = TrainTestSplit(parts, cfg.TrainFrac, r)
 		}
-	case ConventionFedTP:
+	case cfg.Convention == ConventionFedTP:
 		err = f.partitionFedTP(cfg, r)
 	default:
 		err = fmt.Errorf("data: unknown convention %q (fedtp or fedperfix)", cfg.Convention)

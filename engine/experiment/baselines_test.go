@@ -126,7 +126,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
 	cfg := DefaultConfig().Resolved()
 	cfg.Train.Workers = 1 // one stack; client groups are checked below
-	build, err := builder(cfg, 10, 1, 28, 28, cudaCPU)
+	build, err := builder(cfg, cfg.Algorithm.Strategy(), 10, 1, 28, 28, cudaCPU)
 	if err != nil {
 		t.Fatal(err)
 	}

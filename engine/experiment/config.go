@@ -5,13 +5,10 @@
 package experiment
 
 import (
-	"fmt"
 	"strings"
 
 	"pfl/engine/data"
 	"pfl/engine/fl"
-	"pfl/engine/hyper"
-	"pfl/engine/model"
 )
 
 // Config is an experiment. Field tags name the YAML (and config.json) keys. DefaultConfig
@@ -82,9 +79,14 @@ type NovelConfig struct {
 
 // DataConfig selects and partitions the dataset.
 type DataConfig struct {
-	Dataset          string  `mapstructure:"dataset" json:"dataset"`                       // a data.Open spec; default fashion-mnist
-	Clients          int     `mapstructure:"clients" json:"clients"`                       // clients the data is spread over; default 50
-	Partition        string  `mapstructure:"partition" json:"partition"`                   // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups; default dirichlet
+	Dataset   string `mapstructure:"dataset" json:"dataset"`     // a data.Open spec; default fashion-mnist
+	Clients   int    `mapstructure:"clients" json:"clients"`     // clients the data is spread over; default 50
+	Partition string `mapstructure:"partition" json:"partition"` // iid, dirichlet, pathological, pachinko, domain-dirichlet, coarse-groups, file; default dirichlet
+	// PartitionFile is the JSON file that partition: file reads (data.IndexFile): each
+	// client's training and test indices into the stored dataset, as another implementation
+	// drew them, so that pfl and it train the same clients. Only with partition file, and
+	// without train_samples or test_samples (the indices name stored samples).
+	PartitionFile    string  `mapstructure:"partition_file" json:"partition_file,omitempty"`
 	Convention       string  `mapstructure:"convention" json:"convention"`                 // fedtp or fedperfix; default fedtp
 	Alpha            float64 `mapstructure:"alpha" json:"alpha"`                           // Dirichlet concentration; default 0.5
 	ClassesPerClient int     `mapstructure:"classes_per_client" json:"classes_per_client"` // pathological; default 2
@@ -180,188 +182,22 @@ type AdapterConfig struct {
 	Shared bool `mapstructure:"shared" json:"shared"`
 }
 
-// AlgorithmConfig selects the federated algorithm.
-type AlgorithmConfig struct {
-	Name string `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
-	// Mu is FedProx's proximal weight μ; default 1, the official FedTP code's --mu (the
-	// FedTP paper states none).
-	Mu float64 `mapstructure:"mu" json:"mu"`
-	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
-	// paper's) or "ce" (plain cross-entropy); default balanced.
-	GenericLoss string `mapstructure:"generic_loss" json:"generic_loss"`
-	// Generate lists the roles the hypernetwork of fedtp and transfed generates (FedTP's
-	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
-	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
-	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
-	// [focal]: what vanilla-c-t keeps local); pfedhn generates every trainable parameter and
-	// refuses it.
-	Generate []string `mapstructure:"generate" json:"generate"`
-	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
-	// local: roles from `pfl models` and block indices (every parameter of block i, as the
-	// official FedPerfix preset keeps blocks.11 on CIFAR-100). Unset: the algorithm's own
-	// (fedperfix: adapter and head; partial has none and needs local_roles or
-	// local_blocks).
-	LocalRoles  []string `mapstructure:"local_roles" json:"local_roles"`
-	LocalBlocks []int    `mapstructure:"local_blocks" json:"local_blocks"`
-	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
-	// official local_training: every client, every round, whatever train.participation)
-	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
-	// every other algorithm). Unset: all. Other algorithms refuse it.
-	LocalClients string       `mapstructure:"local_clients" json:"local_clients"`
-	Hyper        HyperConfig  `mapstructure:"hyper" json:"hyper"`
-	KNN          KNNConfig    `mapstructure:"knn" json:"knn"`
-	FedRep       FedRepConfig `mapstructure:"fedrep" json:"fedrep"`
-	Ditto        DittoConfig  `mapstructure:"ditto" json:"ditto"`
-	APFL         APFLConfig   `mapstructure:"apfl" json:"apfl"`
-	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
-	PerFedAvg PerFedAvgConfig `mapstructure:"perfedavg" json:"perfedavg"`
-	PFedMe    PFedMeConfig    `mapstructure:"pfedme" json:"pfedme"`
-	PFedHN    PFedHNConfig    `mapstructure:"pfedhn" json:"pfedhn"`
-	PFedGP    PFedGPConfig    `mapstructure:"pfedgp" json:"pfedgp"`
-}
+// AlgorithmConfig is the algorithm section (algorithm.*): its keys, defaults and checks
+// belong to the algorithms (fl.Settings, each algorithm's section in its own file).
+type AlgorithmConfig = fl.Settings
 
-// PFedHNConfig is pFedHN's local training and clipping (the official code's values,
-// AvivSham/pFedHN experiments/pfedhn/trainer.py; its hypernetwork is algorithm.hyper).
-type PFedHNConfig struct {
-	// InnerSteps is K, the local SGD steps of every client per round, whatever its data
-	// size (train.epochs is not read); default 50 (--inner-steps, the paper's K). 0 trains
-	// train.epochs epochs instead, as FedTP's pFedHN baseline.
-	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
-	// Clip bounds the L2 norm of each client's gradient at every local step and of the
-	// hypernetwork's update gradient (torch.nn.utils.clip_grad_norm_ at both places in the
-	// official code); default 50; 0: no clipping (FedTP's pFedHN baseline).
-	Clip float64 `mapstructure:"clip" json:"clip"`
-}
-
-// PFedGPConfig is pFedGP's setting (its official code's defaults, pFedGP-Full on CIFAR:
-// experiments/heterogeneous_class_dist/trainer.py).
-type PFedGPConfig struct {
-	// EmbedDim is the embedding's width: the model's head is built with this many outputs
-	// and becomes the embedding the GPs read (the official backbone's embed_dim layer);
-	// default 84 (--embed-dim).
-	EmbedDim int64 `mapstructure:"embed_dim" json:"embed_dim"`
-	// OutputScale and LengthScale are the RBF kernel's s and ℓ on L2-normalized
-	// embeddings, fixed (the official code never trains them); defaults 8 and 1.
-	OutputScale float64 `mapstructure:"outputscale" json:"outputscale"`
-	LengthScale float64 `mapstructure:"lengthscale" json:"lengthscale"`
-	// GibbsDraws and GibbsSteps are the parallel Gibbs chains and their sweeps per node in
-	// training; defaults 20 and 5 (--num-gibbs-draws-train, --num-gibbs-steps-train).
-	GibbsDraws int `mapstructure:"gibbs_draws" json:"gibbs_draws"`
-	GibbsSteps int `mapstructure:"gibbs_steps" json:"gibbs_steps"`
-	// EvalGibbsDraws and EvalGibbsSteps are the same at evaluation; defaults 30 and 5.
-	EvalGibbsDraws int `mapstructure:"eval_gibbs_draws" json:"eval_gibbs_draws"`
-	EvalGibbsSteps int `mapstructure:"eval_gibbs_steps" json:"eval_gibbs_steps"`
-	// Objective is "predictive" (the held-out part's predictive cross-entropy, the
-	// official default) or "marginal" (the augmented marginal likelihood); default
-	// predictive.
-	Objective string `mapstructure:"objective" json:"objective"`
-	// PredictRatio is the fraction of each branch's samples held out by the predictive
-	// objective; default 0.5 (--predict-ratio).
-	PredictRatio float64 `mapstructure:"predict_ratio" json:"predict_ratio"`
-	// Inducing is pfedgp-ip's number of inducing inputs per class, shared by all clients
-	// and learned in the embedding space; default 100 (the official
-	// --num-inducing-points). Other algorithms do not read it.
-	Inducing int `mapstructure:"inducing" json:"inducing"`
-	// Weights is how the server weighs the round's clients in its mean: "uniform" (the
-	// official trainers: the summed parameters divided by --num-client-agg) or "samples"
-	// (m_i/M, as every other algorithm); default uniform.
-	Weights string `mapstructure:"weights" json:"weights"`
-	// LossScaler multiplies every client's loss before the step (--loss-scaler); default 1,
-	// the official default (its pFedGP-IP-data CIFAR-10 script passes 2).
-	LossScaler float64 `mapstructure:"loss_scaler" json:"loss_scaler"`
-	// Clip bounds the L2 norm of each client's gradient before every step (the official
-	// clip_grad_norm_(·, 50) in both trainers); default 50; 0: none.
-	Clip float64 `mapstructure:"clip" json:"clip"`
-}
-
-// PFedMeConfig is pFedMe's setting (FedTP's official code's values).
-type PFedMeConfig struct {
-	// Lambda is λ in the personal problem f(θ) + λ/2‖θ − w‖²; default 15 (--pfedMe_lambda).
-	Lambda float64 `mapstructure:"lambda" json:"lambda"`
-	// InnerSteps is K, the personal steps per batch; default 5 (--pfedMe_k).
-	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
-	// PersonalLR is the personal steps' learning rate; default (unset) train.lr, as the
-	// official code's pFedMeOptimizer takes --lr.
-	PersonalLR *float64 `mapstructure:"personal_lr" json:"personal_lr"`
-	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
-	// the official code's update leaves out, i.e. 1).
-	Beta float64 `mapstructure:"beta" json:"beta"`
-	// Clients is who trains each round: "sampled" (the round's sampled clients, as FedTP's
-	// code runs its pFedMe baseline: FedTP's tables) or "all" (every client every round,
-	// the server mixing in train.participation of them: the pFedMe paper's Alg. 1 and its
-	// authors' code); default sampled.
-	Clients string `mapstructure:"clients" json:"clients"`
-}
-
-// PerFedAvgConfig is Per-FedAvg's setting.
-type PerFedAvgConfig struct {
-	// Alpha is α, the adaptation step's size (also of the one step before evaluation);
-	// default 0.001, FedPerfix's PerAvg preset (system/main.py saved_config: its local
-	// learning rate, which its client's optimizer takes for this step).
-	Alpha float64 `mapstructure:"alpha" json:"alpha"`
-	// Beta is β, the meta step's size; default 0.001, FedPerfix's PerAvg preset (its
-	// client sets beta to the local learning rate).
-	Beta float64 `mapstructure:"beta" json:"beta"`
-	// Variant is "fo" (first order: the meta step takes ∇f at the adapted point) or "hf"
-	// (Hessian-free: with the Hessian-vector product term, on a third batch); default fo,
-	// the version FedPerfix's code implements.
-	Variant string `mapstructure:"variant" json:"variant"`
-}
-
-// APFLConfig is APFL's setting.
-type APFLConfig struct {
-	// Alpha is the mixing weight α every client starts from (APFL learns each client's);
-	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
-	// flag alone defaults to 1).
-	Alpha float64 `mapstructure:"alpha" json:"alpha"`
-}
-
-// FedRepConfig is FedRep's setting.
-type FedRepConfig struct {
-	// RepEpochs is how many of each round's train.epochs train the body (the shared
-	// representation), after train.epochs − rep_epochs epochs of the head; default 1,
-	// Collins et al.'s code (lgcollins/FedRep, --local_rep_ep; models/Update.py trains
-	// local_ep − local_rep_ep head epochs, then local_rep_ep body epochs). fedrep needs
-	// 1 <= rep_epochs < train.epochs, so that both phases train.
-	RepEpochs int `mapstructure:"rep_epochs" json:"rep_epochs"`
-}
-
-// DittoConfig is Ditto's setting.
-type DittoConfig struct {
-	// Lambda is λ in the personal objective f(v) + λ/2‖v − w‖²; default 1, the official
-	// code's --lam in its Fashion-MNIST scripts (litian96/ditto,
-	// run_fashion_clean_ditto_lam1.sh; the paper tunes λ per dataset, §5).
-	Lambda float64 `mapstructure:"lambda" json:"lambda"`
-}
-
-// KNNConfig is FedTP+KNN's evaluation (official code's values).
-type KNNConfig struct {
-	K      int     `mapstructure:"k" json:"k"`           // neighbours; default 10
-	Weight float64 `mapstructure:"weight" json:"weight"` // weight of the neighbours' vote against the model's softmax; default 0.6
-}
-
-// HyperConfig is the hypernetwork of FedTP, TransFed and pFedHN and its optimizer (FedTP's
-// official code's values; pFedHN's official code uses the same trunk depth, momentum and
-// weight decay).
-type HyperConfig struct {
-	// Embed is the client-embedding width. Unset: the algorithm's own: fedtp and transfed
-	// 128 (FedTP's code; its paper's novel-client study: 32), pfedhn 1 + ⌊N/4⌋ for N
-	// clients (pFedHN's code, --embed-dim -1).
-	Embed *int64 `mapstructure:"embed" json:"embed"`
-	// Hidden is the trunk width. Unset: fedtp and transfed 150 (FedTP's code), pfedhn 100
-	// (pFedHN's code, --hyper-hid).
-	Hidden      *int64   `mapstructure:"hidden" json:"hidden"`
-	Layers      int      `mapstructure:"layers" json:"layers"`             // trunk linear layers; default 4 (both codes: one input layer, --n-hidden 3)
-	LR          *float64 `mapstructure:"lr" json:"lr"`                     // β; default (unset) train.lr (the official code uses --lr for both)
-	Momentum    float64  `mapstructure:"momentum" json:"momentum"`         // default 0.9; 0 for none
-	WeightDecay float64  `mapstructure:"weight_decay" json:"weight_decay"` // default 1e-3; 0 for none
-	// Rank is the rank of low-rank heads: each generated matrix W [out, in] is W0 + U V
-	// with U [out, r], V [r, in] from two heads and W0 a learned shared base (engine/hyper);
-	// 0 is one full head per generated parameter, as FedTP. Unset: the algorithm's own
-	// (fedtp 0; transfed and pfedhn 0 while the full heads hold at most 2^28 parameters,
-	// else 32: transfed keeps full heads on focalnet-cifar and takes rank 32 on FocalNet-T).
-	Rank *int64 `mapstructure:"rank" json:"rank"`
-}
+// The algorithm sections under the names this package has always given them.
+type (
+	HyperConfig     = fl.HyperSettings     // algorithm.hyper
+	KNNConfig       = fl.KNN               // algorithm.knn
+	FedRepConfig    = fl.FedRepConfig      // algorithm.fedrep
+	DittoConfig     = fl.DittoConfig       // algorithm.ditto
+	APFLConfig      = fl.APFLConfig        // algorithm.apfl
+	PerFedAvgConfig = fl.PerFedAvgSettings // algorithm.perfedavg
+	PFedMeConfig    = fl.PFedMeSettings    // algorithm.pfedme
+	PFedHNConfig    = fl.PFedHNConfig      // algorithm.pfedhn
+	PFedGPConfig    = fl.PFedGPSettings    // algorithm.pfedgp
+)
 
 // TrainConfig is the round loop.
 type TrainConfig struct {
@@ -435,16 +271,9 @@ func DefaultConfig() Config {
 		Out: "runs", Device: "cpu", Seed: 1,
 		Data: DataConfig{Dataset: "fashion-mnist", Clients: 50, Partition: "dirichlet", Convention: "fedtp",
 			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "auto", SeqLen: 80},
-		Model: ModelConfig{Preset: "convnet"},
-		Algorithm: AlgorithmConfig{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
-			Hyper: HyperConfig{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3},
-			KNN:   KNNConfig{K: 10, Weight: 0.6}, FedRep: FedRepConfig{RepEpochs: 1}, Ditto: DittoConfig{Lambda: 1},
-			APFL: APFLConfig{Alpha: 0.25}, PerFedAvg: PerFedAvgConfig{Alpha: 0.001, Beta: 0.001, Variant: "fo"},
-			PFedMe: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1, Clients: "sampled"}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50},
-			PFedGP: PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, GibbsDraws: 20, GibbsSteps: 5,
-				EvalGibbsDraws: 30, EvalGibbsSteps: 5, Objective: "predictive", PredictRatio: 0.5, Inducing: 100,
-				Weights: "uniform", LossScaler: 1, Clip: 50}},
-		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: 0.01, EvalEvery: 5, EvalProtocol: "fedtp",
+		Model:     ModelConfig{Preset: "convnet"},
+		Algorithm: fl.DefaultSettings(),
+		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: fl.DefaultLR, EvalEvery: 5, EvalProtocol: "fedtp",
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, ConvergeWithin: 0.01, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
 	}
@@ -464,12 +293,7 @@ func (c Config) Resolved() Config {
 	if c.Novel.LR == nil {
 		c.Novel.LR = &lr
 	}
-	if c.Algorithm.Hyper.LR == nil {
-		c.Algorithm.Hyper.LR = &lr
-	}
-	if c.Algorithm.PFedMe.PersonalLR == nil {
-		c.Algorithm.PFedMe.PersonalLR = &lr
-	}
+	c.Algorithm = c.Algorithm.Resolve(lr)
 	return c
 }
 
@@ -511,111 +335,10 @@ func realOf(p *float64) float64 {
 	return *p
 }
 
-// Strategy makes the configured algorithm from the registry (fl.Algorithms) for a
-// resolved, validated config.
-func (c AlgorithmConfig) Strategy() fl.Strategy {
-	a, _ := fl.LookupAlgorithm(c.Name)
-	return a.New(c.options())
-}
-
-// options maps the algorithm keys onto the registry's options.
-func (c AlgorithmConfig) options() fl.Options {
-	h := c.Hyper
-	roles, _ := generatedRoles(c.Generate)
-	o := fl.Options{Mu: c.Mu, PlainSoftmax: c.GenericLoss == "ce", Generate: roles,
-		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
-			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: fl.KNN{K: c.KNN.K, Weight: c.KNN.Weight}, Rank: h.Rank, LocalBlocks: c.LocalBlocks,
-		LocalSampled: c.LocalClients == "sampled",
-		FedRep:       fl.FedRepConfig{RepEpochs: c.FedRep.RepEpochs},
-		Ditto:        fl.DittoConfig{Lambda: c.Ditto.Lambda},
-		APFL:         fl.APFLConfig{Alpha: c.APFL.Alpha},
-		PerFedAvg:    fl.PerFedAvgConfig{Alpha: c.PerFedAvg.Alpha, Beta: c.PerFedAvg.Beta, HF: c.PerFedAvg.Variant == "hf"},
-		PFedMe: fl.PFedMeConfig{Lambda: c.PFedMe.Lambda, InnerSteps: c.PFedMe.InnerSteps,
-			PersonalLR: realOf(c.PFedMe.PersonalLR), Beta: c.PFedMe.Beta, AllClients: c.PFedMe.Clients == "all"},
-		PFedHN: fl.PFedHNConfig{InnerSteps: c.PFedHN.InnerSteps, Clip: c.PFedHN.Clip},
-
-		PFedGP: fl.PFedGPConfig{EmbedDim: c.PFedGP.EmbedDim, OutputScale: c.PFedGP.OutputScale, LengthScale: c.PFedGP.LengthScale,
-			Draws: c.PFedGP.GibbsDraws, Steps: c.PFedGP.GibbsSteps, EvalDraws: c.PFedGP.EvalGibbsDraws,
-			EvalSteps: c.PFedGP.EvalGibbsSteps, Objective: c.PFedGP.Objective, PredictRatio: c.PFedGP.PredictRatio,
-			Inducing: c.PFedGP.Inducing, Uniform: c.PFedGP.Weights == "uniform", LossScaler: c.PFedGP.LossScaler,
-			Clip: c.PFedGP.Clip}}
-	if c.LocalRoles != nil {
-		o.LocalRoles, _ = localRoles(c.LocalRoles)
-	}
-	return o
-}
-
-// partialAlgorithms are the algorithms that read algorithm.local_roles and local_blocks.
-var partialAlgorithms = []string{"partial", "fedperfix", "prefix-z", "prefix-r", "prompts", "adapters"}
-
-// Algorithms that give the model a plug-in with their defaults (the others need a
-// model.prefix or model.adapter that is complete on its own).
-var (
-	prefixAlgorithms  = []string{"fedperfix", "prefix-z", "prefix-r"}
-	adapterAlgorithms = []string{"adapters"}
-)
-
-// localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
-// only local_blocks local).
-func localRoles(names []string) ([]model.Role, error) {
-	out := []model.Role{}
-	for _, n := range names {
-		r, ok := model.ParseRole(n)
-		if !ok {
-			var valid []string
-			for _, r := range model.Roles() {
-				valid = append(valid, r.String())
-			}
-			return nil, fmt.Errorf("unknown role %q; choose from %v", n, valid)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),
-// since hyper.Config reads 0 as "the official default".
-func noneIfZero(v float64) float64 {
-	if v == 0 {
-		return -1
-	}
-	return v
-}
-
-// focalRoles are what algorithm.generate's "focal" stands for: a focal-modulation layer.
-var focalRoles = []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
-
-// generatedRoles reads algorithm.generate (nil when unset: the algorithm's own).
-func generatedRoles(names []string) ([]model.Role, error) {
-	var out []model.Role
-	for _, n := range names {
-		switch n {
-		case "focal":
-			out = append(out, focalRoles...)
-			continue
-		case "encoder":
-			out = append(out, model.RoleAttnQKV, model.RoleAttnOut)
-			out = append(out, focalRoles...)
-			out = append(out, model.RoleMLP, model.RoleNorm)
-			continue
-		}
-		r, ok := model.ParseRole(n)
-		if !ok {
-			var valid []string
-			for _, r := range model.Roles() {
-				valid = append(valid, r.String())
-			}
-			return nil, fmt.Errorf("algorithm.generate: unknown role %q; choose focal, encoder or one of %v", n, valid)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // partitionConfig maps the data section onto the partition's typed config.
 func (c Config) partitionConfig() data.PartitionConfig {
 	return data.PartitionConfig{Method: data.Method(c.Data.Partition), Convention: data.Convention(c.Data.Convention),
 		Clients: c.Data.Clients, Seed: c.Seed, Alpha: c.Data.Alpha, ClassesPerClient: c.Data.ClassesPerClient,
-		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise, TrainFrac: c.Data.TrainFrac}
+		MinSize: c.Data.MinSize, HoldOut: c.Data.HoldOut, NoiseMax: c.Data.Noise, TrainFrac: c.Data.TrainFrac,
+		File: c.Data.PartitionFile}
 }

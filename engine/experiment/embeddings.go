@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"pfl/engine/fl"
-	"pfl/engine/hyper"
 )
 
 // exportEmbeddings writes the client embeddings z_i of FedTP's, TransFed's or pFedHN's
@@ -17,11 +16,11 @@ import (
 // t-SNE view of FedTP's Fig. 9 and TransFed's Fig. 4. Runs without a hypernetwork write
 // nothing.
 func exportEmbeddings(dir string, run *fl.Run) error {
-	f, ok := run.Strategy().(interface{ Net() *hyper.Net })
-	if !ok || f.Net() == nil {
+	net := run.HyperNet()
+	if net == nil {
 		return nil
 	}
-	z := f.Net().Params()[0] // [N, Embed]
+	z := net.Params()[0] // [N, Embed]
 	v, err := z.Float64s()
 	if err != nil {
 		return err

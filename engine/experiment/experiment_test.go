@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/data"
 	"pfl/internal/testenv"
 )
 
@@ -69,6 +70,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{func(c *Config) { c.Train.Stack = -1 }, "train.stack"},
 		{func(c *Config) { c.Train.Stack = 1; c.Train.Sequential = true }, "train.stack"},
 		{func(c *Config) { c.Train.Stack = 1; c.Device = "cuda" }, "train.stack"},
+		{func(c *Config) { c.Data.Partition = "file" }, "data.partition_file: empty"},
+		{func(c *Config) { c.Data.PartitionFile = "p.json" }, "data.partition_file: set with partition dirichlet"},
+		{func(c *Config) { c.Data.Partition = "file"; c.Data.PartitionFile = "p.json"; c.Data.TrainSamples = 100 },
+			"data.partition: file with train_samples"},
 	} {
 		cfg := DefaultConfig().Resolved()
 		c.mutate(&cfg)
@@ -128,6 +133,33 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 	for _, f := range []string{"results.md", "accuracy.png", "accuracy.svg", "fedavg/summary.json", "local/summary.json"} {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
 			t.Error(err)
+		}
+	}
+	// the client updates column: fedavg trains 2 of 5 clients in each of 2 rounds, local (all
+	// clients every round, its default schedule) 5 in each
+	for name, want := range map[string]int{"fedavg": 4, "local": 10} {
+		var row string
+		for _, l := range strings.Split(res.Table, "\n") {
+			if strings.HasPrefix(l, "| "+name+" |") && strings.Contains(l, "±") {
+				row = l
+			}
+		}
+		cells := strings.Split(row, " | ")
+		if len(cells) != 7 || cells[5] != fmt.Sprint(want) {
+			t.Errorf("%s's row %q: want %d client updates in the sixth column", name, row, want)
+		}
+	}
+	if !strings.Contains(res.Table, "| worst 10% | client updates | wall s |") {
+		t.Errorf("table lacks the client updates column:\n%s", res.Table)
+	}
+	for _, r := range res.Runs {
+		b, err := os.ReadFile(filepath.Join(res.Dir, r.Summary.Name, "summary.json"))
+		var back Summary
+		if err == nil {
+			err = json.Unmarshal(b, &back)
+		}
+		if err != nil || back.ClientUpdates != r.Summary.ClientUpdates {
+			t.Errorf("%s/summary.json: %v, client updates %d, want %d", r.Summary.Name, err, back.ClientUpdates, r.Summary.ClientUpdates)
 		}
 	}
 	cfg.Suite = []string{"fedavg", "fedsgd"}
@@ -380,4 +412,48 @@ func pfedgpRunsTwoRounds(t *testing.T, alg string) {
 	if err := cfg.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedgp.objective") {
 		t.Fatalf("objective elbo: %v", err)
 	}
+}
+
+// TestRunTrainsOnAPartitionFile: partition file trains the clients the file lists (the run's
+// partition.json names the same indices), and a file that does not fit the data is refused
+// naming the key and the file.
+func TestRunTrainsOnAPartitionFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(`{"train": [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13]], "test": [[0, 1, 2], [3, 4]]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filled(Config{Name: "file", Out: dir,
+		Data:  DataConfig{Dataset: "synthetic:300", Clients: 2, Partition: "file", PartitionFile: good},
+		Train: TrainConfig{Rounds: 1, Participation: 1, Batch: 4, EvalEvery: 1}})
+	res, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m data.Manifest
+	b, err := os.ReadFile(filepath.Join(res.Dir, "partition.json"))
+	if err != nil || json.Unmarshal(b, &m) != nil || len(m.TrainCount) != 2 {
+		t.Fatalf("partition.json %.300s (%v)", b, err)
+	}
+	for c, want := range []int{8, 6} {
+		if n := sumInts(m.TrainCount[c]); n != want || sumInts(m.TestCount[c]) != 3-c {
+			t.Errorf("client %d: %d training and %d test samples, want the file's %d and %d", c, n, sumInts(m.TestCount[c]), want, 3-c)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"train": [[0], [100000]], "test": [[0], [1]]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Name, cfg.Data.PartitionFile = "bad", bad
+	if _, err := Run(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "data.partition_file") ||
+		!strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "index 100000") {
+		t.Fatalf("a file indexing past the data: %v, want an error naming data.partition_file and %s", err, bad)
+	}
+}
+
+func sumInts(xs []int) (n int) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"pfl/engine/fl"
 	"pfl/engine/internal/atomicfile"
 	"pfl/engine/internal/chart"
 )
@@ -25,7 +26,7 @@ import (
 func gainDensity(dir string, runs []*Result) error {
 	var base []float64
 	for _, r := range runs {
-		if r.Summary.Name == "local" {
+		if fl.Keeps(r.Summary.Name) == fl.KeepEverything { // the local member
 			base = lastAccuracy(r)
 		}
 	}
@@ -37,7 +38,7 @@ func gainDensity(dir string, runs []*Result) error {
 	var lines []any
 	for _, r := range runs {
 		acc := lastAccuracy(r)
-		if r.Summary.Name == "local" || len(acc) != len(base) {
+		if fl.Keeps(r.Summary.Name) == fl.KeepEverything || len(acc) != len(base) {
 			continue
 		}
 		novel := r.Novel

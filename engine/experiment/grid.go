@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -419,6 +420,19 @@ func cell(xs []float64) string {
 	return fmt.Sprintf("%.2f ± %.2f", m, s)
 }
 
+// updatesCell is the client updates of a cell's runs: one count when every seed did the
+// same (the schedule fixes it), else the range (a run that diverged stopped early).
+func updatesCell(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if lo == hi {
+		return fmt.Sprintf("%.0f", lo)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
+}
+
 // values collects a metric of the runs at point p for member m, one per seed.
 func (g *grid) values(runs []*Result, p, m int, of func(*Summary) float64) []float64 {
 	var out []float64
@@ -451,11 +465,12 @@ func (g *grid) tables(runs []*Result) string {
 	}
 	names := g.memberNames()
 	if len(g.cfg.Sweep) == 0 {
-		fmt.Fprintln(&b, "| algorithm | "+gridMetrics[0].title+" | "+gridMetrics[1].title+" | worst 10%, % | wall s |")
-		fmt.Fprintln(&b, "|---|---|---|---|---|")
+		fmt.Fprintln(&b, "| algorithm | "+gridMetrics[0].title+" | "+gridMetrics[1].title+" | worst 10%, % | client updates | wall s |")
+		fmt.Fprintln(&b, "|---|---|---|---|---|---|")
 		for mi, name := range names {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, cell(g.values(runs, 0, mi, gridMetrics[0].of)),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, cell(g.values(runs, 0, mi, gridMetrics[0].of)),
 				cell(g.values(runs, 0, mi, gridMetrics[1].of)), cell(g.values(runs, 0, mi, func(s *Summary) float64 { return 100 * s.Worst10 })),
+				updatesCell(g.values(runs, 0, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) })),
 				cell(g.values(runs, 0, mi, func(s *Summary) float64 { return s.WallSeconds })))
 		}
 		return b.String()
@@ -481,6 +496,25 @@ func (g *grid) tables(runs []*Result) string {
 		}
 		fmt.Fprintln(&b)
 	}
+	fmt.Fprintf(&b, "client updates (local trainings per run):\n\n|")
+	for _, a := range g.cfg.Sweep {
+		fmt.Fprintf(&b, " %s |", a.Key)
+	}
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s |", n)
+	}
+	fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.cfg.Sweep)+len(names)))
+	for pi, p := range g.points {
+		fmt.Fprint(&b, "|")
+		for _, v := range p.values {
+			fmt.Fprintf(&b, " %s |", v)
+		}
+		for mi := range names {
+			fmt.Fprintf(&b, " %s |", updatesCell(g.values(runs, pi, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) })))
+		}
+		fmt.Fprintln(&b)
+	}
+	fmt.Fprintln(&b)
 	return b.String() + g.clientTables(runs)
 }
 

@@ -193,7 +193,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 	if i < 0 || !strings.Contains(whole.Table[i:], "\n| 3 | ") || !strings.HasSuffix(strings.SplitAfter(whole.Table[i:][strings.Index(whole.Table[i:], "\n| 3 | "):], "\n")[1], client) {
 		t.Errorf("local's per-client table lacks client 3's %q:\n%s", client, whole.Table)
 	}
-	for _, w := range []string{"| data.alpha | fedavg | local |", "across the 2 seeds"} {
+	for _, w := range []string{"| data.alpha | fedavg | local |", "across the 2 seeds", "client updates (local trainings per run):\n\n| data.alpha | fedavg | local |\n|---|---|---|\n| 0.3 | 4 | 8 |\n| 1 | 4 | 8 |"} {
 		if !strings.Contains(whole.Table, w) {
 			t.Errorf("table lacks %q:\n%s", w, whole.Table)
 		}
@@ -243,6 +243,10 @@ func TestSeedsWithoutSweepTabulateMembers(t *testing.T) {
 	}
 	if len(res.Runs) != 2 || !strings.Contains(res.Table, "| fedavg | ") || strings.Count(res.Table, "±") < 4 {
 		t.Fatalf("table:\n%s", res.Table)
+	}
+	// 2 of 4 clients in each of 2 rounds, the same under both seeds: one count, no ±
+	if !strings.Contains(res.Table, "| worst 10%, % | client updates | wall s |") || !strings.Contains(res.Table, " | 4 | ") {
+		t.Errorf("table lacks fedavg's 4 client updates:\n%s", res.Table)
 	}
 	for _, f := range []string{"accuracy.png", "seed-1/summary.json", "seed-2/metrics.jsonl"} {
 		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/fl"
-	"pfl/engine/model"
 )
 
 // memoryFloor is a lower bound, in bytes, of the memory a run's models and optimizer take
@@ -26,7 +24,9 @@ import (
 // allocated), wrapped as the algorithm wraps it (Ditto: two copies), and counts in
 // float64, so absurd sizes cannot overflow.
 func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
-	values, _, err := floorParts(cfg, build)
+	strat := cfg.Algorithm.Strategy()
+	defer fl.CloseStrategy(strat)
+	values, _, err := floorParts(cfg, strat, build)
 	return values, err
 }
 
@@ -43,49 +43,19 @@ const tensorBytes = 2048
 // groups each group's model, gradients and momentum and each thread's evaluation chunk;
 // plus one per personal parameter (the store). One shapes-only build serves both (a
 // 100,000-block model takes seconds to declare).
-func floorParts(cfg Config, build fl.Builder) (values, objects float64, err error) {
-	m, err := build(1, nil)
+func floorParts(cfg Config, strat fl.Strategy, build fl.Builder) (values, objects float64, err error) {
+	f, err := fl.Measure(strat, build, cfg.Data.Clients)
 	if err != nil {
 		return 0, 0, err
 	}
-	strat := cfg.Algorithm.Strategy()
-	if c, ok := strat.(io.Closer); ok {
-		defer c.Close()
-	}
-	if w, ok := strat.(fl.Wrapper); ok {
-		// a model the algorithm cannot wrap is counted as built: the run's start reports
-		// the error, naming the algorithm
-		if wrapped, err := w.Wrap(m, build, nil); err == nil {
-			m = wrapped
-		}
-	}
-	defer m.Close()
-	var params, personal, tensors, personalTensors float64
-	for _, p := range m.Params().List {
-		n := 1.0
-		for _, d := range p.Shape {
-			n *= float64(d)
-		}
-		params += n
-		tensors++
-		if strat.Personal(p) {
-			personal += n
-			personalTensors++
-		}
-	}
-	var hyperParams float64
-	if h, ok := strat.(interface {
-		HyperParams(m model.Model, clients int) float64
-	}); ok {
-		hyperParams = h.HyperParams(m, cfg.Data.Clients)
-	}
+	params, personal, tensors, personalTensors, hyperParams := f.Params, f.Personal, f.Tensors, f.PersonalTensors, f.Hyper
 	clients := float64(cfg.Data.Clients)
 	k := max(math.Floor(cfg.Train.Participation*clients), 1)
 	chunk := float64(cfg.Train.EvalChunk)
 	if chunk == 0 {
 		chunk = k
 	}
-	if e, ok := strat.(fl.EveryRound); ok && e.EveryClient() {
+	if f.EveryClient {
 		k = clients
 	}
 	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
@@ -108,8 +78,8 @@ func floorParts(cfg Config, build fl.Builder) (values, objects float64, err erro
 // checkMemory refuses a run whose memory floor (values and tensor objects) exceeds what the
 // device has free, before anything is allocated, with the estimate in the message; it
 // returns the floor.
-func checkMemory(cfg Config, build fl.Builder, dev cuda.Device) (float64, error) {
-	need, objects, err := floorParts(cfg, build)
+func checkMemory(cfg Config, strat fl.Strategy, build fl.Builder, dev cuda.Device) (float64, error) {
+	need, objects, err := floorParts(cfg, strat, build)
 	if !dev.IsCUDA() { // on CUDA the objects live in host memory, not the GPU's
 		need += objects
 	}

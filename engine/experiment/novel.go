@@ -46,7 +46,7 @@ func studyNovel(dir string, cfg Config, run *fl.Run) ([]NovelSummary, error) {
 		return nil, nil
 	}
 	modes := []string{""}
-	if _, ok := run.Strategy().(fl.Generative); ok {
+	if run.Generates() {
 		modes = cfg.Novel.Tune
 	}
 	var out []NovelSummary

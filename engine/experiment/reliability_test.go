@@ -348,7 +348,7 @@ func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", new(int64(100000))
 	cfg = cfg.Resolved()
-	build, err := builder(cfg, 10, 3, 32, 32, cudaCPU)
+	build, err := builder(cfg, cfg.Algorithm.Strategy(), 10, 3, 32, 32, cudaCPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
 	if err != nil || need < 1e12 {
 		t.Fatalf("floor %g bytes (%v), want over a terabyte for 100,000 blocks", need, err)
 	}
-	_, err = checkMemory(cfg, build, cudaCPU)
+	_, err = checkMemory(cfg, cfg.Algorithm.Strategy(), build, cudaCPU)
 	if have, _ := memAvailable(); have > 0 && (err == nil || !strings.Contains(err.Error(), "GiB")) {
 		t.Fatalf("%v; want a refusal with the estimate", err)
 	}

@@ -199,6 +199,9 @@ func resultOf(r *runData, href string) resultRow {
 		return row
 	}
 	row.TailMean, row.TailStd, row.TailEvals = pct(s.TailMean), pct(s.TailStd), s.TailEvals
+	if s.TailEvals < 2 { // the spread of one evaluation is not 0, it is unknown
+		row.TailStd = "n/a"
+	}
 	row.FinalMean, row.FinalStd = pct(s.FinalMean), pct(s.FinalStd)
 	row.P10, row.P50, row.P90, row.Worst10, row.Micro = pct(s.P10), pct(s.P50), pct(s.P90), pct(s.Worst10), pct(s.FinalMicro)
 	row.Wall, row.SPS, row.Rounds, row.EvalProto = fmt.Sprintf("%.0f", s.WallSeconds), fmt.Sprintf("%.0f", s.SamplesPerSec), s.Rounds, s.EvalProtocol

@@ -39,6 +39,10 @@ type Summary struct {
 	TailStd   float64 `json:"tail_std"`
 	TailEvals int     `json:"tail_evals"`
 
+	// ClientUpdates is the number of local trainings the run did: the clients trained, summed
+	// over its rounds (Local on its all-clients schedule trains every client every round).
+	ClientUpdates int `json:"client_updates"`
+
 	// SamplesPerSec and WallSeconds are over all the run's rounds: a resumed run's
 	// segments are summed (each checkpoint records the time of the rounds it holds).
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -211,30 +215,21 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 	if data.IsText(cfg.Data.Dataset) {
 		return prepareText(ctx, cfg, dev)
 	}
-	sp, err := data.Open(cfg.Data.Dataset)
+	im, err := loadImages(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("data.dataset: %w", err)
+		return nil, err
 	}
-	if sp.Train, err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train", cfg.Data.Stratified); err != nil {
-		return nil, fmt.Errorf("data.train_samples: %w", err)
-	}
-	if sp.Test, err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test", cfg.Data.Stratified); err != nil {
-		return nil, fmt.Errorf("data.test_samples: %w", err)
-	}
-	if cfg.Data.PadTo > 0 {
-		if sp.Train, err = data.PadTo(sp.Train, cfg.Data.PadTo); err == nil {
-			sp.Test, err = data.PadTo(sp.Test, cfg.Data.PadTo)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("data.pad_to: %w", err)
-		}
-	}
+	sp := im.sp
 	if err := interrupted(ctx, "loading the data"); err != nil {
 		return nil, err
 	}
 	fed, err := sp.Partition(cfg.partitionConfig())
 	if err != nil {
-		return nil, fmt.Errorf("data.partition: %w", err)
+		key := "data.partition"
+		if cfg.Data.Partition == string(data.MethodFile) {
+			key = "data.partition_file" // the file's lists are what was refused
+		}
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	se := &session{manifest: fed.WriteManifest}
 	up := data.UploadConfig{Size: cfg.Data.ImageSize, Channels: cfg.Data.Channels}
@@ -245,11 +240,14 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		up.Mean, up.Std = data.ChannelStats(sp.Train)
 	}
 	ch, h, w := up.Shape(sp.Train)
-	build, err := builder(cfg, sp.Train.Classes, ch, h, w, dev)
+	// the run's one strategy: it shapes the model, is measured, then trains; until the run
+	// takes it over it holds no state (nothing is bound before fl.NewContext)
+	strat := cfg.Algorithm.Strategy()
+	build, err := builder(cfg, strat, sp.Train.Classes, ch, h, w, dev)
 	if err != nil {
 		return nil, err
 	}
-	if se.floor, err = checkMemory(cfg, build, dev); err != nil {
+	if se.floor, err = checkMemory(cfg, strat, build, dev); err != nil {
 		return nil, err
 	}
 	if err := interrupted(ctx, "partitioning the data"); err != nil {
@@ -270,10 +268,47 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 		se.closeData()
 		return nil, err
 	}
-	if err := se.start(ctx, cfg, fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, strat, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
+}
+
+// images is an image dataset as a run of its config trains on it: the configured subsets
+// of its splits, padded. kept[0][i] and kept[1][i] are the dataset's own indices (in its
+// training and test split) of the kept training and test image i.
+type images struct {
+	sp   *data.Split
+	kept [2][]int
+	full [2]int // the sizes of the dataset's own splits
+}
+
+// loadImages opens cfg's image dataset (data.dataset resolved) and keeps the configured
+// subsets, padded: the data stage of prepare, which ExportPartition shares so that the
+// partition it writes is the one a run trains on.
+func loadImages(cfg Config) (images, error) {
+	var im images
+	sp, err := data.Open(cfg.Data.Dataset)
+	if err != nil {
+		return im, fmt.Errorf("data.dataset: %w", err)
+	}
+	im.full = [2]int{sp.Train.N, sp.Test.N}
+	if sp.Train, im.kept[0], err = subset(sp.Train, cfg.Data.TrainSamples, cfg.Seed, "subset/train", cfg.Data.Stratified); err != nil {
+		return im, fmt.Errorf("data.train_samples: %w", err)
+	}
+	if sp.Test, im.kept[1], err = subset(sp.Test, cfg.Data.TestSamples, cfg.Seed, "subset/test", cfg.Data.Stratified); err != nil {
+		return im, fmt.Errorf("data.test_samples: %w", err)
+	}
+	if cfg.Data.PadTo > 0 {
+		if sp.Train, err = data.PadTo(sp.Train, cfg.Data.PadTo); err == nil {
+			sp.Test, err = data.PadTo(sp.Test, cfg.Data.PadTo)
+		}
+		if err != nil {
+			return im, fmt.Errorf("data.pad_to: %w", err)
+		}
+	}
+	im.sp = sp
+	return im, nil
 }
 
 // start builds the federated run on the session's uploaded data; on an error it frees
@@ -281,7 +316,7 @@ func prepare(ctx context.Context, cfg Config) (*session, error) {
 //
 // With a process group of several ranks (dist.FromContext) the run trains across
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
-func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
+func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
 		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
@@ -299,7 +334,7 @@ func (se *session) start(ctx context.Context, cfg Config, fed *data.Federated, b
 	}
 	err := cuda.SetMatmulPrecision(matmul)
 	if err == nil {
-		se.run, err = fl.NewContext(ctx, fc, cfg.Algorithm.Strategy(), fed, se.train, se.test, build)
+		se.run, err = fl.NewContext(ctx, fc, strat, fed, se.train, se.test, build)
 	}
 	if err != nil {
 		se.closeData()
@@ -625,6 +660,7 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	var last *fl.EvalResult
 	var tail []float64
 	for _, m := range h {
+		s.ClientUpdates += len(m.Clients)
 		if m.Eval == nil {
 			continue
 		}
@@ -697,17 +733,10 @@ func (mc ModelConfig) spec() model.Spec {
 
 // shaped is the configured model's spec as the algorithm trains it: a Shaper (FedPerfix
 // and its plug-in variants) adds its plug-in.
-func (c Config) shaped(s model.Spec) (model.Spec, error) {
-	strat := c.Algorithm.Strategy()
-	if cl, ok := strat.(io.Closer); ok {
-		defer cl.Close()
-	}
-	if sh, ok := strat.(fl.Shaper); ok {
-		out, err := sh.Shape(s)
-		if err != nil {
-			return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
-		}
-		s = out
+func (c Config) shaped(strat fl.Strategy, s model.Spec) (model.Spec, error) {
+	s, err := fl.Shape(strat, s)
+	if err != nil {
+		return s, fmt.Errorf("algorithm.name %s: %w", c.Algorithm.Name, err)
 	}
 	return s, c.checkLocalBlocks(s)
 }
@@ -742,13 +771,13 @@ func (c Config) checkLocalBlocks(s model.Spec) error {
 // builder builds the configured model for the dataset: image models take the data's
 // square side, channels and classes (data.image_size resizes the images, data.channels
 // repeats a grey channel), so one preset serves CIFAR-sized and 224-pixel inputs alike.
-func builder(cfg Config, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
+func builder(cfg Config, strat fl.Strategy, nClasses, nCh, h, w int, dev cuda.Device) (fl.Builder, error) {
 	if h != w {
 		return nil, fmt.Errorf("data.image_size: the images are %d×%d; the models take square images (data.image_size resizes)", h, w)
 	}
 	s := cfg.Model.spec()
 	s.Image, s.Channels, s.Classes = int64(h), int64(nCh), int64(nClasses)
-	s, err := cfg.shaped(s)
+	s, err := cfg.shaped(strat, s)
 	if err != nil {
 		return nil, err
 	}

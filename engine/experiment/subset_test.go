@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"testing"
 
 	"pfl/engine/data"
@@ -13,7 +14,7 @@ func TestStratifiedSubsetKeepsEveryClassEqually(t *testing.T) {
 		stratified bool
 		ok         bool
 	}{{100, true, true}, {105, true, false}, {100, false, true}} {
-		y, err := subset(x, c.n, 3, "subset/test", c.stratified)
+		y, kept, err := subset(x, c.n, 3, "subset/test", c.stratified)
 		if (err == nil) != c.ok {
 			t.Fatalf("n %d stratified %v: %v", c.n, c.stratified, err)
 		}
@@ -29,8 +30,13 @@ func TestStratifiedSubsetKeepsEveryClassEqually(t *testing.T) {
 				t.Fatalf("class %d kept %d images, want %d", cl, k, c.n/x.Classes)
 			}
 		}
-		if y.N != c.n {
-			t.Fatalf("kept %d, want %d", y.N, c.n)
+		if y.N != c.n || len(kept) != c.n {
+			t.Fatalf("kept %d images and %d indices, want %d", y.N, len(kept), c.n)
+		}
+		for i, j := range kept { // kept names each image's place in x
+			if y.Labels[i] != x.Labels[j] || !slices.Equal(y.Pixels[i*16:(i+1)*16], x.Pixels[j*16:(j+1)*16]) {
+				t.Fatalf("image %d: kept[%d] = %d is not the image kept", i, i, j)
+			}
 		}
 	}
 }

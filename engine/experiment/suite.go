@@ -201,12 +201,12 @@ func table(runs []*Result) string {
 			fmt.Fprintf(&b, "Evaluation protocol (train.eval_protocol): %s — %s.\n\n", p, protocolText[p])
 		}
 	}
-	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | wall s |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | client updates | wall s |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
-			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.WallSeconds)
+		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
+			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
 	}
 	return b.String() + resourceTable(runs)
 }
@@ -222,7 +222,7 @@ var protocolText = map[string]string{
 func resourceTable(runs []*Result) string {
 	var base *fl.Resources
 	for _, r := range runs {
-		if r.Summary.Name == "fedavg" {
+		if fl.Keeps(r.Summary.Name) == fl.KeepNothing { // the fedavg member
 			base = &r.Summary.Resources
 		}
 	}
@@ -281,11 +281,11 @@ func sensitivityTable(members []Config, runs []*Result) string {
 		s := &runs[i].Summary
 		a := m.Algorithm
 		switch {
-		case a.Name == "local":
+		case fl.Keeps(a.Name) == fl.KeepEverything:
 			find("All Local").alone = s
-		case a.Name == "fedavg":
+		case fl.Keeps(a.Name) == fl.KeepNothing:
 			find("All Global").alone = s
-		case a.Name == "partial" && len(a.LocalBlocks) == 0:
+		case fl.Keeps(a.Name) == fl.KeepListed && len(a.LocalBlocks) == 0:
 			var rest []string
 			head := false
 			for _, r := range a.LocalRoles {

@@ -23,11 +23,12 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 	if err != nil {
 		return nil, fmt.Errorf("data.clients: %w", err)
 	}
-	build, err := textBuilder(cfg, int64(len(t.Vocab)), int64(tf.Train.Len), dev)
+	strat := cfg.Algorithm.Strategy() // the run's one strategy, as prepare's
+	build, err := textBuilder(cfg, strat, int64(len(t.Vocab)), int64(tf.Train.Len), dev)
 	if err != nil {
 		return nil, err
 	}
-	floor, err := checkMemory(cfg, build, dev)
+	floor, err := checkMemory(cfg, strat, build, dev)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 		return nil, err
 	}
 	se.train, se.test = train, test
-	if err := se.start(ctx, cfg, tf.Fed, build, dev, dist.FromContext(ctx)); err != nil {
+	if err := se.start(ctx, cfg, strat, tf.Fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
@@ -74,7 +75,7 @@ func textManifest(name string, tf *data.TextFederation) textPartition {
 
 // textBuilder makes the text models: FedTP's Transformer (model.depth, dim, heads,
 // head_dim and mlp resize it; causal) or the LEAF LSTM, for sequences of seqLen.
-func textBuilder(cfg Config, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
+func textBuilder(cfg Config, strat fl.Strategy, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
 	mc := cfg.Model
 	p, err := model.Lookup(mc.Preset)
 	if err != nil || !p.IsText() {
@@ -82,7 +83,7 @@ func textBuilder(cfg Config, vocab, seqLen int64, dev cuda.Device) (fl.Builder, 
 	}
 	s := mc.spec()
 	s.Vocab, s.SeqLen = vocab, seqLen
-	s, err = cfg.shaped(s)
+	s, err = cfg.shaped(strat, s)
 	if err != nil {
 		return nil, err
 	}

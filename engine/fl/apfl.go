@@ -2,12 +2,26 @@ package fl
 
 import (
 	"pfl/cuda"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
-// APFLConfig is APFL's setting.
+// APFLConfig is APFL's setting, the config's algorithm.apfl.
 type APFLConfig struct {
-	Alpha float64 // the mixing weight α every client starts from
+	// Alpha is the mixing weight α every client starts from (APFL learns each client's);
+	// default 0.25, FedPerfix's APFL preset (system/main.py, saved_config; its --alpha
+	// flag alone defaults to 1).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+}
+
+// Default is APFL's default setting.
+func (APFLConfig) Default() APFLConfig { return APFLConfig{Alpha: 0.25} }
+
+// Validate reports a value APFL cannot run with, naming its config key.
+func (c APFLConfig) Validate() error {
+	k := &check.Checker{}
+	k.Real("algorithm.apfl.alpha", c.Alpha, 0, 1, "[]")
+	return k.Err()
 }
 
 // apflAlphaDecay is the term 0.02·α that the authors' code adds to α's gradient.

@@ -54,7 +54,7 @@ type Config struct {
 	Graphs bool
 	// Group, when it has more than one rank, trains the run across processes: each rank
 	// trains its share of every round's clients and evaluates its share of the clients,
-	// and the server update is all-reduced (dist.go). nil or one rank: this process alone.
+	// and the server update is all-reduced (server.go). nil or one rank: this process alone.
 	Group *cuda.ProcessGroup
 }
 
@@ -72,10 +72,14 @@ const (
 	EvalFedPerfix EvalProtocol = "fedperfix"
 )
 
+// DefaultLR is the local learning rate when none is given (Config.LR, the config's
+// train.lr default).
+const DefaultLR = 0.01
+
 func (c *Config) defaults() {
 	defaults.Set(&c.Epochs, 1)
 	defaults.Set(&c.Batch, 64)
-	defaults.Set(&c.LR, 0.01)
+	defaults.Set(&c.LR, DefaultLR)
 	defaults.Set(&c.EvalChunk, c.PerRound)
 	defaults.Set(&c.EvalBatch, c.Batch)
 	defaults.Set(&c.Protocol, EvalFedTP)

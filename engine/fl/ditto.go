@@ -2,12 +2,27 @@ package fl
 
 import (
 	"pfl/cuda"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
-// DittoConfig is Ditto's setting.
+// DittoConfig is Ditto's setting, the config's algorithm.ditto.
 type DittoConfig struct {
-	Lambda float64 // λ, the personal models' pull towards the global model
+	// Lambda is λ in the personal objective f(v) + λ/2‖v − w‖², the personal models' pull
+	// towards the global model; default 1, the official code's --lam in its Fashion-MNIST
+	// scripts (litian96/ditto, run_fashion_clean_ditto_lam1.sh; the paper tunes λ per
+	// dataset, §5).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
+}
+
+// Default is Ditto's default setting.
+func (DittoConfig) Default() DittoConfig { return DittoConfig{Lambda: 1} }
+
+// Validate reports a value Ditto cannot run with, naming its config key.
+func (c DittoConfig) Validate() error {
+	k := &check.Checker{}
+	k.Real("algorithm.ditto.lambda", c.Lambda, 0, check.Inf, "[]")
+	return k.Err()
 }
 
 // Ditto keeps, beside the shared model w that trains and is averaged exactly as FedAvg's, a

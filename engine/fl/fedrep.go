@@ -1,13 +1,37 @@
 package fl
 
-import "pfl/engine/model"
+import (
+	"fmt"
+	"pfl/engine/internal/check"
+	"pfl/engine/model"
+)
 
-// FedRepConfig is FedRep's setting.
+// FedRepConfig is FedRep's setting, the config's algorithm.fedrep.
 type FedRepConfig struct {
-	// RepEpochs is the body's (the representation's) epochs per round; the head trains the
-	// rest of the run's local epochs first. Collins et al.'s code: --local_rep_ep (default 1)
-	// of --local_ep; it must be in [1, epochs) for both phases to train.
-	RepEpochs int
+	// RepEpochs is how many of each round's train.epochs train the body (the shared
+	// representation), after train.epochs − rep_epochs epochs of the head; default 1,
+	// Collins et al.'s code (lgcollins/FedRep, --local_rep_ep; models/Update.py trains
+	// local_ep − local_rep_ep head epochs, then local_rep_ep body epochs). fedrep needs
+	// 1 <= rep_epochs < train.epochs, so that both phases train.
+	RepEpochs int `mapstructure:"rep_epochs" json:"rep_epochs"`
+}
+
+// Default is FedRep's default setting.
+func (FedRepConfig) Default() FedRepConfig { return FedRepConfig{RepEpochs: 1} }
+
+// Validate reports a value FedRep cannot run with, naming its config key.
+func (c FedRepConfig) Validate() error {
+	k := &check.Checker{}
+	k.AtLeast("algorithm.fedrep.rep_epochs", int64(c.RepEpochs), 1)
+	return k.Err()
+}
+
+// checkFedRep is fedrep's check across keys (its registry entry): both phases must train.
+func checkFedRep(s Settings, epochs int) error {
+	if s.FedRep.RepEpochs >= epochs {
+		return fmt.Errorf("algorithm.fedrep.rep_epochs: %d, but train.epochs is %d: fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs body epochs; want rep_epochs < train.epochs", s.FedRep.RepEpochs, epochs)
+	}
+	return nil
 }
 
 // FedRep keeps the head personal and, every round, first trains the head with the body

@@ -3,6 +3,7 @@ package fl
 import (
 	"fmt"
 	"math"
+	"pfl/engine/internal/check"
 
 	"pfl/cuda"
 	"pfl/engine/data"
@@ -16,15 +17,22 @@ import (
 // squared L2 distance (what FAISS's IndexFlatL2 returns), each neighbour weighted by
 // exp(−d/dim); the normalized vote is mixed with the model's softmax as
 // Weight·vote + (1 − Weight)·softmax. Training is unchanged.
+//
+// KNN is also the config's algorithm.knn (the official code's values are the defaults).
 type KNN struct {
-	K      int     // neighbours; 0: off (the official code uses 10)
-	Weight float64 // weight of the vote; the official code uses 0.6
+	K      int     `mapstructure:"k" json:"k"`           // neighbours; default 10 (0: off, outside a config)
+	Weight float64 `mapstructure:"weight" json:"weight"` // weight of the neighbours' vote against the model's softmax; default 0.6
 }
 
-// Memorizer is a Strategy whose clients predict with a KNN memory of their training data.
-type Memorizer interface {
-	Strategy
-	Memory() KNN
+// Default is the official code's vote: 10 neighbours at weight 0.6.
+func (KNN) Default() KNN { return KNN{K: 10, Weight: 0.6} }
+
+// Validate reports a vote a config cannot ask for, naming its config key.
+func (c KNN) Validate() error {
+	k := &check.Checker{}
+	k.AtLeast("algorithm.knn.k", int64(c.K), 1)
+	k.Real("algorithm.knn.weight", c.Weight, 0, 1, "[]")
+	return k.Err()
 }
 
 // buildMemory embeds every training sample of the clients ids with embed (the model in

@@ -2,6 +2,7 @@ package fl
 
 import (
 	"pfl/cuda"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
@@ -10,6 +11,41 @@ type PerFedAvgConfig struct {
 	Alpha float64 // α, the adaptation (inner) step size
 	Beta  float64 // β, the meta (outer) step size
 	HF    bool    // Per-FedAvg (HF): the Hessian-vector product term, on a third batch
+}
+
+// PerFedAvgSettings are Per-FedAvg's config keys, algorithm.perfedavg (train.lr is not
+// used: α and β are its step sizes).
+type PerFedAvgSettings struct {
+	// Alpha is α, the adaptation step's size (also of the one step before evaluation);
+	// default 0.001, FedPerfix's PerAvg preset (system/main.py saved_config: its local
+	// learning rate, which its client's optimizer takes for this step).
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+	// Beta is β, the meta step's size; default 0.001, FedPerfix's PerAvg preset (its
+	// client sets beta to the local learning rate).
+	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Variant is "fo" (first order: the meta step takes ∇f at the adapted point) or "hf"
+	// (Hessian-free: with the Hessian-vector product term, on a third batch); default fo,
+	// the version FedPerfix's code implements.
+	Variant string `mapstructure:"variant" json:"variant"`
+}
+
+// Default is FedPerfix's PerAvg preset, first order.
+func (PerFedAvgSettings) Default() PerFedAvgSettings {
+	return PerFedAvgSettings{Alpha: 0.001, Beta: 0.001, Variant: "fo"}
+}
+
+// Validate reports a value Per-FedAvg cannot run with, naming its config key.
+func (c PerFedAvgSettings) Validate() error {
+	k := &check.Checker{}
+	k.Real("algorithm.perfedavg.alpha", c.Alpha, 0, check.Inf, "[]")
+	k.Real("algorithm.perfedavg.beta", c.Beta, 0, check.Inf, "(]")
+	k.OneOf("algorithm.perfedavg.variant", c.Variant, "fo", "hf")
+	return k.Err()
+}
+
+// config is the setting the algorithm runs with.
+func (c PerFedAvgSettings) config() PerFedAvgConfig {
+	return PerFedAvgConfig{Alpha: c.Alpha, Beta: c.Beta, HF: c.Variant == "hf"}
 }
 
 // PerFedAvg is Personalized FedAvg (Fallah, Mokhtari and Ozdaglar, "Personalized Federated

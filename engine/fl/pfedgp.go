@@ -3,7 +3,6 @@ package fl
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"pfl/cuda"
 	"pfl/engine/gp"
@@ -105,38 +104,6 @@ type PFedGP struct {
 	fitted  fittedGPs
 }
 
-// fittedGPs are the GP classifiers an evaluation chunk's Condition fitted, per evaluation
-// model, for its Predict: evaluation workers (workers.go) condition and predict their
-// chunks at once, each on its own model.
-type fittedGPs struct {
-	mu   sync.Mutex
-	rows map[model.Model][]*gp.Classifier
-}
-
-// set records m's rows' classifiers.
-func (f *fittedGPs) set(m model.Model, rows []*gp.Classifier) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.rows == nil {
-		f.rows = map[model.Model][]*gp.Classifier{}
-	}
-	f.rows[m] = rows
-}
-
-// get is m's rows' classifiers (nil before Condition).
-func (f *fittedGPs) get(m model.Model) []*gp.Classifier {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rows[m]
-}
-
-// drop forgets every model's classifiers.
-func (f *fittedGPs) drop() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rows = nil
-}
-
 // PFedGPConfig is pFedGP's setting; the defaults (DefaultPFedGP) are the official
 // trainer's.
 type PFedGPConfig struct {
@@ -166,10 +133,7 @@ type PFedGPConfig struct {
 
 // DefaultPFedGP is the official trainer's setting (experiments/heterogeneous_class_dist/
 // trainer.py defaults; the kernel's jitter 1e-3 is the official GP model's).
-func DefaultPFedGP() PFedGPConfig {
-	return PFedGPConfig{EmbedDim: 84, OutputScale: 8, LengthScale: 1, Draws: 20, Steps: 5, EvalDraws: 30, EvalSteps: 5,
-		Objective: "predictive", PredictRatio: 0.5, Inducing: 100, Uniform: true, LossScaler: 1, Clip: 50}
-}
+func DefaultPFedGP() PFedGPConfig { return PFedGPSettings{}.Default().config() }
 
 // pfedgpJitter is the official GPModel's jitter_val.
 const pfedgpJitter = 1e-3
@@ -190,22 +154,10 @@ func (p *PFedGP) gpConfig(eval bool) gp.Config {
 	return c
 }
 
-// Validate reports a setting that cannot run.
+// Validate reports a setting that cannot run, naming its config key (PFedGPSettings).
 func (c PFedGPConfig) Validate() error {
-	if c.EmbedDim < 1 {
-		return fmt.Errorf("pfedgp: embed_dim %d, want at least 1", c.EmbedDim)
-	}
-	if c.Objective != "predictive" && c.Objective != "marginal" {
-		return fmt.Errorf("pfedgp: objective %q, want predictive or marginal", c.Objective)
-	}
-	if !(c.LossScaler > 0) || math.IsInf(c.LossScaler, 1) {
-		return fmt.Errorf("pfedgp: loss scaler %g, want a finite value > 0", c.LossScaler)
-	}
-	if !(c.Clip >= 0) {
-		return fmt.Errorf("pfedgp: clip %g, want >= 0 (0: none)", c.Clip)
-	}
-	if c.EvalDraws < 1 || c.EvalSteps < 0 {
-		return fmt.Errorf("pfedgp: evaluation needs at least one Gibbs chain and no negative steps, got %d, %d", c.EvalDraws, c.EvalSteps)
+	if err := c.settings().Validate(); err != nil {
+		return err
 	}
 	p := PFedGP{PFedGPConfig: c}
 	return p.gpConfig(false).Validate()
@@ -288,37 +240,6 @@ func (p *PFedGP) Close() error {
 	return nil
 }
 
-// hostRows copies z [K, B, D], labels y and mask [K, B] to the host: each row's real
-// samples' features and labels, and their positions in the batch.
-func hostRows(z, y, mask *cuda.Tensor) (feat [][][]float64, labels [][]int, pos [][]int, err error) {
-	k, b, d := int(z.Size(0)), int(z.Size(1)), int(z.Size(2))
-	s := cuda.NewScope()
-	defer s.Close()
-	zs, err := s.To(s.Detach(z), cuda.Float64).Float64s()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ys, err := s.To(y, cuda.Int64).Int64s()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ms, err := s.To(mask, cuda.Float64).Float64s()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	feat, labels, pos = make([][][]float64, k), make([][]int, k), make([][]int, k)
-	for r := 0; r < k; r++ {
-		for i := 0; i < b; i++ {
-			if ms[r*b+i] > 0 {
-				feat[r] = append(feat[r], zs[(r*b+i)*d:(r*b+i+1)*d])
-				labels[r] = append(labels[r], int(ys[r*b+i]))
-				pos[r] = append(pos[r], i)
-			}
-		}
-	}
-	return feat, labels, pos, s.Err()
-}
-
 // deviceKernel is the batch's kernel K_ij = s·exp((x̂_i·x̂_j − 1)/ℓ²) [K, B, B] from the
 // embeddings z [K, B, D] with autograd ops; x̂ = z/max(‖z‖, 1e-12) as F.normalize (the
 // clamp on ‖z‖² keeps a zero row's gradient finite).
@@ -396,39 +317,6 @@ func (p *PFedGP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embedd
 	return err
 }
 
-// fitClients fits one GP classifier per client of the rows ids (fit(r) fits row r's), in
-// parallel (gp.ForEach); rows of the same client (a chunk's padding) share the first one's.
-func fitClients(ids []int, feat [][][]float64, fit func(r int) (*gp.Classifier, error)) ([]*gp.Classifier, error) {
-	first := map[int]int{}
-	var rows []int
-	for r, c := range ids {
-		if _, ok := first[c]; !ok {
-			first[c] = r
-			rows = append(rows, r)
-		}
-	}
-	out := make([]*gp.Classifier, len(ids))
-	err := gp.ForEach(len(rows), func(i int) error {
-		r := rows[i]
-		if len(feat[r]) == 0 {
-			return fmt.Errorf("client %d has no training sample", ids[r])
-		}
-		clf, err := fit(r)
-		if err != nil {
-			return fmt.Errorf("client %d: %w", ids[r], err)
-		}
-		out[r] = clf
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for r, c := range ids {
-		out[r] = out[first[c]]
-	}
-	return out, nil
-}
-
 // Predict is each row's GP prediction on x [K, B, ...] (Predictor): log(P(c | x) + 1e-12)
 // [K, B, classes].
 func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
@@ -466,26 +354,4 @@ func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Ten
 		return nil
 	}
 	return s.To(cuda.FromSlice(s, z.Device(), out, int64(k), int64(b), int64(p.classes)), z.DType())
-}
-
-// clientSeeds draws each of the step's K clients (z [K, ...]) a host seed from its own
-// random stream (Pass.Gens), so that the host-side sampling of every client derives from
-// (seed, purpose, round, client) as the rest of the step; nil (and s failed) without
-// one stream per client.
-func clientSeeds(s *cuda.Scope, pass *model.Pass, z *cuda.Tensor, name string) []uint64 {
-	k := int(z.Size(0))
-	if pass == nil || len(pass.Gens) != k {
-		s.Fail(fmt.Errorf("fl: %s: the step needs one random stream per client (Pass.Gens) for its %d clients", name, k))
-		return nil
-	}
-	seeds := make([]uint64, k)
-	for r := 0; r < k; r++ {
-		v, err := s.RandInt(pass.Gens[r], 0, 1<<62, z.Device(), 1).Int64s()
-		if err != nil {
-			s.Fail(err)
-			return nil
-		}
-		seeds[r] = uint64(v[0])
-	}
-	return seeds
 }

@@ -65,10 +65,6 @@ type PFedGPIP struct {
 	nClasses int // the dataset's classes (setClasses), X̄'s first dimension
 }
 
-// classCounter is a Strategy whose model depends on the number of classes; New tells it
-// before it builds any model.
-type classCounter interface{ setClasses(n int) }
-
 func (p *PFedGPIP) setClasses(n int) { p.nClasses = n }
 
 // inducingStd is the official initialization's scale, torch.randn(...)·0.01.
@@ -77,13 +73,10 @@ const inducingStd = 0.01
 // Name is "pfedgp-ip".
 func (*PFedGPIP) Name() string { return "pfedgp-ip" }
 
-// Validate reports a setting that cannot run.
+// Validate reports a setting that cannot run, naming its config key.
 func (p *PFedGPIP) Validate() error {
-	if p.Inducing < 1 {
-		return fmt.Errorf("pfedgp-ip: inducing %d, want at least 1 inducing input per class", p.Inducing)
-	}
-	if p.Objective != "predictive" {
-		return fmt.Errorf("pfedgp-ip: objective %q: the inducing-point variant trains the predictive objective only", p.Objective)
+	if err := predictiveOnly(p.Objective); err != nil {
+		return err
 	}
 	return p.PFedGPConfig.Validate()
 }

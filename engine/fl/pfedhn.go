@@ -3,6 +3,7 @@ package fl
 import (
 	"fmt"
 	"math"
+	"pfl/engine/internal/check"
 	"slices"
 
 	"pfl/cuda"
@@ -10,15 +11,38 @@ import (
 	"pfl/engine/model"
 )
 
-// PFedHNConfig is pFedHN's local training and clipping.
+// PFedHNConfig is pFedHN's local training and clipping, the config's algorithm.pfedhn (the
+// official code's values, AvivSham/pFedHN experiments/pfedhn/trainer.py; its hypernetwork is
+// algorithm.hyper).
 type PFedHNConfig struct {
-	// InnerSteps is K, the local SGD steps of a client per round (the official code's
-	// --inner-steps, 50); 0 trains the run's epochs instead, as FedTP's pFedHN baseline.
-	InnerSteps int
-	// Clip bounds the L2 norm of every local step's gradient (per client) and of the
-	// hypernetwork's update gradient, as the official code's clip_grad_norm_(·, 50) at
-	// both places; 0: no clipping (FedTP's pFedHN baseline).
-	Clip float64
+	// InnerSteps is K, the local SGD steps of every client per round, whatever its data
+	// size (train.epochs is not read); default 50 (--inner-steps, the paper's K). 0 trains
+	// train.epochs epochs instead, as FedTP's pFedHN baseline.
+	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
+	// Clip bounds the L2 norm of each client's gradient at every local step and of the
+	// hypernetwork's update gradient (torch.nn.utils.clip_grad_norm_ at both places in the
+	// official code); default 50; 0: no clipping (FedTP's pFedHN baseline).
+	Clip float64 `mapstructure:"clip" json:"clip"`
+}
+
+// Default is the official code's setting.
+func (PFedHNConfig) Default() PFedHNConfig { return PFedHNConfig{InnerSteps: 50, Clip: 50} }
+
+// Validate reports a value pFedHN cannot run with, naming its config key.
+func (c PFedHNConfig) Validate() error {
+	k := &check.Checker{}
+	k.AtLeast("algorithm.pfedhn.inner_steps", int64(c.InnerSteps), 0)
+	k.Real("algorithm.pfedhn.clip", c.Clip, 0, check.Inf, "[]")
+	return k.Err()
+}
+
+// checkPFedHN is pfedhn's check across keys (its registry entry): it generates every
+// trainable parameter, so algorithm.generate has nothing to choose.
+func checkPFedHN(s Settings, _ int) error {
+	if s.Generate != nil {
+		return fmt.Errorf("algorithm.generate: set, but algorithm pfedhn generates every trainable parameter; remove it")
+	}
+	return nil
 }
 
 // PFedHN is pFedHN (Shamsian, Navon, Fetaya and Chechik, "Personalized Federated Learning
@@ -134,8 +158,8 @@ func (p *PFedHN) HyperParams(m model.Model, clients int) float64 {
 // Bind works out the epochs that give every trainable client InnerSteps batches, then
 // builds the hypernetwork as FedTP does, with pFedHN's sizes.
 func (p *PFedHN) Bind(env Env) error {
-	if p.InnerSteps < 0 || !(p.Clip >= 0) {
-		return fmt.Errorf("inner steps %d must be >= 0 and clip %g >= 0", p.InnerSteps, p.Clip)
+	if err := p.PFedHNConfig.Validate(); err != nil {
+		return err
 	}
 	if p.InnerSteps > 0 {
 		if env.Batch < 1 {

@@ -2,6 +2,7 @@ package fl
 
 import (
 	"pfl/cuda"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
@@ -17,6 +18,54 @@ type PFedMeConfig struct {
 	// users", then select_users and persionalized_aggregate_parameters); false trains only
 	// the round's sampled clients, as FedTP's code (local_train_net_pfedMe skips the others).
 	AllClients bool
+}
+
+// PFedMeSettings are pFedMe's config keys, algorithm.pfedme (FedTP's official code's
+// values).
+type PFedMeSettings struct {
+	// Lambda is λ in the personal problem f(θ) + λ/2‖θ − w‖²; default 15 (--pfedMe_lambda).
+	Lambda float64 `mapstructure:"lambda" json:"lambda"`
+	// InnerSteps is K, the personal steps per batch; default 5 (--pfedMe_k).
+	InnerSteps int `mapstructure:"inner_steps" json:"inner_steps"`
+	// PersonalLR is the personal steps' learning rate; default (unset) train.lr, as the
+	// official code's pFedMeOptimizer takes --lr.
+	PersonalLR *float64 `mapstructure:"personal_lr" json:"personal_lr"`
+	// Beta is β in the server's w ← (1 − β) w + β · mean; default 1 (--pfedMe_beta, which
+	// the official code's update leaves out, i.e. 1).
+	Beta float64 `mapstructure:"beta" json:"beta"`
+	// Clients is who trains each round: "sampled" (the round's sampled clients, as FedTP's
+	// code runs its pFedMe baseline: FedTP's tables) or "all" (every client every round,
+	// the server mixing in train.participation of them: the pFedMe paper's Alg. 1 and its
+	// authors' code); default sampled.
+	Clients string `mapstructure:"clients" json:"clients"`
+}
+
+// Default is FedTP's official setting; PersonalLR is left unset (train.lr).
+func (PFedMeSettings) Default() PFedMeSettings {
+	return PFedMeSettings{Lambda: 15, InnerSteps: 5, Beta: 1, Clients: "sampled"}
+}
+
+// Validate reports a value pFedMe cannot run with, naming its config key.
+func (c PFedMeSettings) Validate() error {
+	k := &check.Checker{}
+	k.Real("algorithm.pfedme.lambda", c.Lambda, 0, check.Inf, "(]")
+	k.AtLeast("algorithm.pfedme.inner_steps", int64(c.InnerSteps), 1)
+	if c.PersonalLR != nil {
+		k.Real("algorithm.pfedme.personal_lr", *c.PersonalLR, 0, check.Inf, "(]")
+	}
+	k.Real("algorithm.pfedme.beta", c.Beta, 0, check.Inf, "(]")
+	k.OneOf("algorithm.pfedme.clients", c.Clients, "sampled", "all")
+	return k.Err()
+}
+
+// config is the setting the algorithm runs with; an unset PersonalLR is 0 here (Settings.Resolve
+// fills it with train.lr first).
+func (c PFedMeSettings) config() PFedMeConfig {
+	lr := 0.0
+	if c.PersonalLR != nil {
+		lr = *c.PersonalLR
+	}
+	return PFedMeConfig{Lambda: c.Lambda, InnerSteps: c.InnerSteps, PersonalLR: lr, Beta: c.Beta, AllClients: c.Clients == "all"}
 }
 
 // PFedMe is personalized FL with Moreau envelopes (Dinh, Tran and Nguyen, "Personalized

@@ -44,59 +44,130 @@ type Algorithm struct {
 	Summary string // one line
 	Paper   string // the paper (and section) it implements
 	New     func(o Options) Strategy
+	// Keys are the algorithm.* keys it reads beside name: a key ("mu", "local_roles") or a
+	// section ("hyper", "pfedme": every key under it). `pfl algorithms` lists them, and
+	// the keys only some algorithms read (local_roles, local_blocks, local_clients) are
+	// refused for the others.
+	Keys []string
+	// PlugIn is the model plug-in it adds with its own defaults when the model has none
+	// (its Shaper); a plug-in given for any other algorithm must be complete on its own.
+	PlugIn ModelPlugIn
+	// Keeps says which parameters stay with their clients where a report compares against
+	// that: nothing (FedAvg, the all-global reference), everything (Local), exactly the
+	// listed parts (partial); zero: the algorithm's own choice.
+	Keeps Keep
+	// Check is the algorithm's own check across keys (fedrep's epochs, partial's parts),
+	// naming the key it refuses; epochs is train.epochs. Nil: none.
+	Check func(s Settings, epochs int) error
+}
+
+// The keys only some algorithms read (Algorithm.Keys).
+const (
+	KeyLocalRoles   = "local_roles"
+	KeyLocalBlocks  = "local_blocks"
+	KeyLocalClients = "local_clients"
+)
+
+// Reads reports whether the algorithm reads key, listed itself or under a listed section.
+func (a Algorithm) Reads(key string) bool {
+	for _, k := range a.Keys {
+		if k == key || strings.HasPrefix(key, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelPlugIn is a model plug-in an algorithm adds with its own defaults.
+type ModelPlugIn string
+
+// The plug-ins, named by their model key.
+const (
+	PlugInPrefix  ModelPlugIn = "prefix"  // model.prefix: FedPerfix's prefixes
+	PlugInAdapter ModelPlugIn = "adapter" // model.adapter: an adapter after every block's MLP
+)
+
+// Keep is which parameters an algorithm keeps with the clients, where reports compare
+// against it (Algorithm.Keeps).
+type Keep int
+
+// The kinds of Keep.
+const (
+	KeepOwn        Keep = iota // the algorithm's own choice
+	KeepNothing                // every parameter averaged: the all-global reference (FedAvg)
+	KeepEverything             // nothing shared: the all-local reference (Local)
+	KeepListed                 // exactly algorithm.local_roles and local_blocks (partial)
+)
+
+// AddingPlugIn lists the algorithms that add plug-in p with their defaults, in the
+// registry's order.
+func AddingPlugIn(p ModelPlugIn) []string {
+	var out []string
+	for _, a := range registry {
+		if a.PlugIn == p {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+// Keeps is what the named algorithm keeps local (KeepOwn for an unknown name).
+func Keeps(name string) Keep {
+	a, _ := LookupAlgorithm(name)
+	return a.Keeps
 }
 
 // registry lists every algorithm, one line each; config validation, `pfl algorithms`,
-// `pfl train -h` and the README's table all read it.
+// `pfl train -h` and docs/algorithms.md's table all read it.
 var registry = []Algorithm{
-	{"fedavg", "average every parameter", "McMahan et al., AISTATS 2017, Alg. 1", func(Options) Strategy { return FedAvg() }},
-	{"fedprox", "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", "Li et al., MLSys 2020, Eq. 2", func(o Options) Strategy { return FedProx{Mu: o.Mu} }},
-	{"local", "every client trains alone; nothing is shared", "baseline (FedTP Table II \"Local-T\")", func(o Options) Strategy {
+	{Name: "fedavg", Summary: "average every parameter", Paper: "McMahan et al., AISTATS 2017, Alg. 1", New: func(Options) Strategy { return FedAvg() }, Keeps: KeepNothing},
+	{Name: "fedprox", Summary: "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", Paper: "Li et al., MLSys 2020, Eq. 2", New: func(o Options) Strategy { return FedProx{Mu: o.Mu} }, Keys: []string{"mu"}},
+	{Name: "local", Summary: "every client trains alone; nothing is shared", Paper: "baseline (FedTP Table II \"Local-T\")", New: func(o Options) Strategy {
 		if o.LocalSampled {
 			return LocalSampled()
 		}
 		return Local()
-	}},
-	{"fedper", "the head stays with its client; the rest is averaged", "Arivazhagan et al., 2019, §3", func(Options) Strategy { return FedPer() }},
-	{"fedbn", "normalization layers and their statistics stay local", "Li et al., ICLR 2021, Alg. 1", func(Options) Strategy { return FedBN() }},
-	{"fedrep", "local head epochs, then body epochs; the body is averaged", "Collins et al., ICML 2021, Alg. 1", func(o Options) Strategy { return FedRep{o.FedRep} }},
-	{"fedbabu", "the head stays at its initialization; fine-tuned before evaluation", "Oh et al., ICLR 2022, §3", func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
-	{"vanilla-t", "attention Q/K/V stay local, everything else is averaged", "FedTP §III-B, Table II \"Vanilla Personalized-T\"", func(Options) Strategy { return VanillaPersonalizedT() }},
-	{"vanilla-attn", "all attention layers and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", func(Options) Strategy { return VanillaAttention() }},
-	{"partial", "the roles and blocks of algorithm.local_roles / local_blocks stay local, the rest is averaged", "FedPerfix (Sun et al., ICCV 2023) §3.3, Table 1 (layer sensitivity)", func(o Options) Strategy {
+	}, Keys: []string{KeyLocalClients}, Keeps: KeepEverything},
+	{Name: "fedper", Summary: "the head stays with its client; the rest is averaged", Paper: "Arivazhagan et al., 2019, §3", New: func(Options) Strategy { return FedPer() }},
+	{Name: "fedbn", Summary: "normalization layers and their statistics stay local", Paper: "Li et al., ICLR 2021, Alg. 1", New: func(Options) Strategy { return FedBN() }},
+	{Name: "fedrep", Summary: "local head epochs, then body epochs; the body is averaged", Paper: "Collins et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return FedRep{o.FedRep} }, Keys: []string{"fedrep"}, Check: checkFedRep},
+	{Name: "fedbabu", Summary: "the head stays at its initialization; fine-tuned before evaluation", Paper: "Oh et al., ICLR 2022, §3", New: func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
+	{Name: "vanilla-t", Summary: "attention Q/K/V stay local, everything else is averaged", Paper: "FedTP §III-B, Table II \"Vanilla Personalized-T\"", New: func(Options) Strategy { return VanillaPersonalizedT() }},
+	{Name: "vanilla-attn", Summary: "all attention layers and the head stay local", Paper: "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", New: func(Options) Strategy { return VanillaAttention() }},
+	{Name: "partial", Summary: "the roles and blocks of algorithm.local_roles / local_blocks stay local, the rest is averaged", Paper: "FedPerfix (Sun et al., ICCV 2023) §3.3, Table 1 (layer sensitivity)", New: func(o Options) Strategy {
 		return partialOf("partial", o, nil, nil)
-	}},
-	{"fedperfix", "prefix adapters (K/V offsets) in every block and the head stay local", "FedPerfix (Sun et al., ICCV 2023) §3.5, Eq. 4–5", FedPerfix},
-	{"prefix-z", "zero-initialized vanilla prefixes (K/V offsets) in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prefix-Z\"", PrefixZ},
-	{"prefix-r", "randomly initialized vanilla prefixes (K/V offsets) in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prefix-R\"", PrefixR},
-	{"prompts", "deep prompt tokens in every block and the head stay local", "FedPerfix §5.3, Table 6 \"Prompts\"", PromptsVariant},
-	{"adapters", "an adapter after every block's MLP and the head stay local", "FedPerfix §5.3, Table 6 \"Adapters\"", AdaptersVariant},
-	{"fedrod", "a generic head (balanced softmax) and a personal head", "Chen & Chao, ICLR 2022, §4", func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }},
-	{"fedtp", "a server hypernetwork generates each client's attention Q/K/V", "FedTP (Li et al., IEEE TNNLS 2023) §III-C, Alg. 1", func(o Options) Strategy { return fedTP(o) }},
-	{"fedtp-per", "FedTP with the head kept by each client", "FedTP §IV-B.6, Table VI \"FedTP+FedPer\"", func(o Options) Strategy {
+	}, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, Keeps: KeepListed, Check: checkPartial},
+	{Name: "fedperfix", Summary: "prefix adapters (K/V offsets) in every block and the head stay local", Paper: "FedPerfix (Sun et al., ICCV 2023) §3.5, Eq. 4–5", New: FedPerfix, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
+	{Name: "prefix-z", Summary: "zero-initialized vanilla prefixes (K/V offsets) in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prefix-Z\"", New: PrefixZ, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
+	{Name: "prefix-r", Summary: "randomly initialized vanilla prefixes (K/V offsets) in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prefix-R\"", New: PrefixR, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
+	{Name: "prompts", Summary: "deep prompt tokens in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prompts\"", New: PromptsVariant, Keys: []string{KeyLocalRoles, KeyLocalBlocks}},
+	{Name: "adapters", Summary: "an adapter after every block's MLP and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Adapters\"", New: AdaptersVariant, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInAdapter},
+	{Name: "fedrod", Summary: "a generic head (balanced softmax) and a personal head", Paper: "Chen & Chao, ICLR 2022, §4", New: func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }, Keys: []string{"generic_loss"}},
+	{Name: "fedtp", Summary: "a server hypernetwork generates each client's attention Q/K/V", Paper: "FedTP (Li et al., IEEE TNNLS 2023) §III-C, Alg. 1", New: func(o Options) Strategy { return fedTP(o) }, Keys: []string{"generate", "hyper"}},
+	{Name: "fedtp-per", Summary: "FedTP with the head kept by each client", Paper: "FedTP §IV-B.6, Table VI \"FedTP+FedPer\"", New: func(o Options) Strategy {
 		f := fedTP(o)
 		f.Local = []model.Role{model.RoleHead}
 		return f
-	}},
-	{"fedtp-rod", "FedTP with FedRoD's personal head and balanced softmax", "FedTP §IV-B.6, Table VI \"FedTP+FedRoD\"", func(o Options) Strategy {
+	}, Keys: []string{"generate", "hyper"}},
+	{Name: "fedtp-rod", Summary: "FedTP with FedRoD's personal head and balanced softmax", Paper: "FedTP §IV-B.6, Table VI \"FedTP+FedRoD\"", New: func(o Options) Strategy {
 		f := fedTP(o)
 		f.RoD = true
 		return f
-	}},
-	{"fedtp-knn", "FedTP whose evaluation mixes in a nearest-neighbour vote", "FedTP §IV-B.6, Table VI \"FedTP+KNN\"", func(o Options) Strategy {
+	}, Keys: []string{"generate", "hyper"}},
+	{Name: "fedtp-knn", Summary: "FedTP whose evaluation mixes in a nearest-neighbour vote", Paper: "FedTP §IV-B.6, Table VI \"FedTP+KNN\"", New: func(o Options) Strategy {
 		f := fedTP(o)
 		f.KNN = o.KNN
 		return f
-	}},
-	{"ditto", "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", "Li et al., ICML 2021, Alg. 1", func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }},
-	{"apfl", "a local model mixed with the global one, α v + (1 − α) w, α learned per client", "Deng et al., arXiv:2003.13461, 2020, Alg. 1", func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }},
-	{"perfedavg", "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }},
-	{"pfedme", "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", "Dinh et al., NeurIPS 2020, Alg. 1", func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }},
-	{"pfedgp", "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }},
-	{"pfedgp-ip", "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", "Achituve et al., NeurIPS 2021, pFedGP-IP-data", func(o Options) Strategy { return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: o.PFedGP}} }},
-	{"transfed", "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", func(o Options) Strategy { return transFed(o) }},
-	{"pfedhn", "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", "Shamsian et al., ICML 2021, §3, Alg. 1", func(o Options) Strategy { return pFedHN(o) }},
-	{"vanilla-c-t", "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", "TransFed §3.2, Table 2 \"Vanilla-T\"", func(Options) Strategy { return VanillaCustomizedT() }},
+	}, Keys: []string{"generate", "hyper", "knn"}},
+	{Name: "ditto", Summary: "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", Paper: "Li et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }, Keys: []string{"ditto"}},
+	{Name: "apfl", Summary: "a local model mixed with the global one, α v + (1 − α) w, α learned per client", Paper: "Deng et al., arXiv:2003.13461, 2020, Alg. 1", New: func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }, Keys: []string{"apfl"}},
+	{Name: "perfedavg", Summary: "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", Paper: "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", New: func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }, Keys: []string{"perfedavg"}},
+	{Name: "pfedme", Summary: "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", Paper: "Dinh et al., NeurIPS 2020, Alg. 1", New: func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }, Keys: []string{"pfedme"}},
+	{Name: "pfedgp", Summary: "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", Paper: "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", New: func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }, Keys: []string{"pfedgp"}},
+	{Name: "pfedgp-ip", Summary: "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", Paper: "Achituve et al., NeurIPS 2021, pFedGP-IP-data", New: func(o Options) Strategy { return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: o.PFedGP}} }, Keys: []string{"pfedgp"}, Check: checkPFedGPIP},
+	{Name: "transfed", Summary: "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", Paper: "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", New: func(o Options) Strategy { return transFed(o) }, Keys: []string{"generate", "hyper"}},
+	{Name: "pfedhn", Summary: "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", Paper: "Shamsian et al., ICML 2021, §3, Alg. 1", New: func(o Options) Strategy { return pFedHN(o) }, Keys: []string{"hyper", "pfedhn"}, Check: checkPFedHN},
+	{Name: "vanilla-c-t", Summary: "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", Paper: "TransFed §3.2, Table 2 \"Vanilla-T\"", New: func(Options) Strategy { return VanillaCustomizedT() }},
 }
 
 func fedTP(o Options) *FedTP {

@@ -30,14 +30,6 @@ type Resources struct {
 	TrainFLOPs float64 `json:"train_flops"`
 }
 
-// TrainingPasses is a Strategy whose local training costs more than one forward and
-// backward pass of the model per training sample (APFL: its global and local models;
-// Per-FedAvg: the meta step's second batch).
-type TrainingPasses interface {
-	Strategy
-	Passes() float64
-}
-
 // Resources counts the run's per-client resources.
 func (r *Run) Resources() Resources {
 	return countResources(r.global, r.strat, r.personal)

@@ -1,56 +1,7 @@
-// Package fl is pfl's federated round loop: sample clients, train the K sampled clients
-// together as one client-stacked model, aggregate the shared part, keep the personal parts
-// with their clients, and evaluate every client's personalized model.
-//
-// An algorithm is a Strategy: one file, plus one line in registry.go. It says which
-// parameters are personal (by role, never by name) and overrides only the hooks where it
-// differs from FedAvg; each hook is an interface the Strategy may implement, and every
-// hook works on the K clients of a stack at once. The lifecycle, in call order:
-//
-// Before a run starts, Shaper.Shape may change the model spec the run builds (FedPerfix:
-// prefix adapters in every block) or refuse it (TransFed: anything but a FocalNet).
-//
-// When a run starts (New):
-//   - Wrapper.Wrap changes every model the run builds (FedRoD: a second head; Ditto, APFL
-//     and pFedMe: a personal model joined beside the shared one).
-//   - Binder.Bind shows the strategy the run: data, global model, device (FedTP builds its
-//     hypernetwork here).
-//   - Every parameter is sorted once: personal (Personal: a row per client, kept by the
-//     client), generated (Generative.Generated: made by the server for each client), or
-//     shared (averaged).
-//
-// Each round (Run.Round), for the K sampled clients (EveryRound: all of them; a
-// SampledServer's server update then reads K of them):
-//  1. Prepare: the stacked model's row k becomes client k's model: the global shared
-//     values, the client's personal rows, and Generative.Generate's parameters.
-//  2. Local training: first Starter.Start may change the prepared rows (pFedMe: the
-//     personal model starts at the global one); then phase by phase (Phased.Phases;
-//     default one phase of the configured epochs over every parameter). Each step's loss
-//     is Objective.Loss (default: each client's mean cross-entropy over its real samples)
-//     plus Regularizer.Penalty, and the update is LocalOptimizer.Optimizer's Step (default:
-//     SGD with the run's learning rate, momentum and weight decay, one state per client,
-//     reset every round). A Stepper owns the whole step instead: it takes
-//     Stepper.Batches consecutive batches of each client's plan (Per-FedAvg: two or three)
-//     and updates the parameters as it likes (pFedMe: K inner steps, then the outer one).
-//     On CUDA a phase's step is captured once as a CUDA graph and replayed, unless the
-//     strategy is a HostStep (pFedGP: the loss is computed on the host): then every step
-//     runs eagerly.
-//  3. Server update: Generative.Learn updates the generator from the generated
-//     parameters' change; Aggregator.Aggregate folds the clients' shared values into the
-//     global model (default: the weighted mean Σ_k (m_k/M) θ_k; Weighter: other weights);
-//     the personal rows go back to each client's store.
-//  4. Evaluation, when due (EvalFedPerfix: before step 3), of every client in stacked
-//     chunks: prepared as in 1 (EvalFedPerfix: a trained client as it trained), fine-tuned
-//     (FineTuner.FineTune, not kept; its steps are the default step, never a Stepper's, and
-//     its optimizer is LocalOptimizer.Optimizer's for phase FineTunePhase), then
-//     Predictor.Predict gives the logits (default: the model's forward; a Memorizer mixes in
-//     a nearest-neighbour vote). A Conditioner first sees the chunk's clients' training
-//     samples, embedded by its Embed, through Condition (pFedGP fits each client's GP).
-//
-// Checkpoints hold the global model, the store of personal rows and Stateful.State's
-// tensors; everything random derives from (seed, purpose, round, client), so nothing else
-// needs saving.
 package fl
+
+// Every hook of the lifecycle (lifecycle.go) is one of these interfaces, which a Strategy
+// implements where it differs from FedAvg.
 
 import (
 	"pfl/cuda"
@@ -336,4 +287,43 @@ type Stepper interface {
 	Strategy
 	Batches() int
 	Step(s *cuda.Scope, in StepInput) *cuda.Tensor
+}
+
+// Memorizer is a Strategy whose clients predict with a KNN memory of their training data.
+type Memorizer interface {
+	Strategy
+	Memory() KNN
+}
+
+// TrainingPasses is a Strategy whose local training costs more than one forward and
+// backward pass of the model per training sample (APFL: its global and local models;
+// Per-FedAvg: the meta step's second batch).
+type TrainingPasses interface {
+	Strategy
+	Passes() float64
+}
+
+// ShardedLearner is a Generative whose Learn is a sum over the round's clients followed by
+// one update of the server state, so that under training across processes every rank
+// computes its clients' part of the sum, the parts are all-reduced, and every rank
+// applies the same update. Learn must equal LearnApply(LearnSum(...)).
+type ShardedLearner interface {
+	Generative
+	// LearnSum is the round's clients' part of the server gradient: one tensor per
+	// server parameter, weighted by weights as Learn weights them (the m_k/M of the
+	// whole round, so the parts add up to the whole).
+	LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor
+	// LearnApply updates the server state with the summed gradient.
+	LearnApply(s *cuda.Scope, sum []*cuda.Tensor)
+}
+
+// MeanAggregator is an Aggregator whose server update reads the trained values only
+// through their weighted mean Σ_k w_k θ_k (pFedMe: a step of β towards it), so that across
+// processes the mean is a sum of per-rank partial means, all-reduced, which every rank
+// then applies. Aggregate must equal AggregateMean with the mean.
+type MeanAggregator interface {
+	Aggregator
+	// AggregateMean updates global (one row per shared parameter) from means, the
+	// round's weighted means of the trained values in the same order.
+	AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error
 }

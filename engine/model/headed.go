@@ -25,8 +25,8 @@ func (m *ViT) FeatureDim() int64 { return m.Cfg.Dim }
 // FeatureDim is the last stage's width.
 func (m *FocalNet) FeatureDim() int64 { return m.Cfg.Dims[len(m.Cfg.Dims)-1] }
 
-// FeatureDim is the second hidden layer's width.
-func (m *ConvNetModel) FeatureDim() int64 { return m.Cfg.FC2 }
+// FeatureDim is the last hidden layer's width.
+func (m *ConvNetModel) FeatureDim() int64 { return m.Cfg.hidden()[len(m.Cfg.hidden())-1] }
 
 // FeatureDim is the inner model's.
 func (m *TwoHeads) FeatureDim() int64 { return m.inner.FeatureDim() }

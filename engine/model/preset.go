@@ -14,11 +14,11 @@ type Preset struct {
 	Summary string
 	Classes int64 // the preset's default number of classes (vocabulary models ignore it)
 
-	family    family
-	vit       func(classes int64) ViTConfig      // familyViT
-	focal     func(classes int64) FocalNetConfig // familyFocal
-	batchNorm bool                               // familyConv
-	resnet    func(classes int64) ResNetConfig   // familyResNet
+	family family
+	vit    func(classes int64) ViTConfig                      // familyViT
+	focal  func(classes int64) FocalNetConfig                 // familyFocal
+	conv   func(image, channels, classes int64) ConvNetConfig // familyConv
+	resnet func(classes int64) ResNetConfig                   // familyResNet
 }
 
 // Build makes the preset's model for k clients with the given number of classes (0: the
@@ -55,8 +55,14 @@ var presets = []Preset{
 	focalPreset("focalnet-cifar", "isotropic FocalNet for 32×32 images: patch 4, dim 128, depth 8, 2 levels", 10, FocalNetCIFAR),
 	{Name: "text-transformer", Summary: "FedTP's Shakespeare Transformer, depth 2, causal (per 80-character sequence)", Classes: 100, family: familyText},
 	{Name: "lstm", Summary: "LEAF/FedTP next-character LSTM, 2×256 (per 80-character sequence)", Classes: 100, family: familyLSTM},
-	{Name: "convnet", Summary: "LeNet-style ConvNet baseline for 32×32×3 images", Classes: 10, family: familyConv},
-	{Name: "convnet-bn", Summary: "the ConvNet with BatchNorm (FedBN)", Classes: 10, family: familyConv, batchNorm: true},
+	{Name: "convnet", Summary: "LeNet-style ConvNet baseline for 32×32×3 images", Classes: 10, family: familyConv,
+		conv: func(i, c, k int64) ConvNetConfig { return ConvNet(i, c, k, false) }},
+	{Name: "convnet-bn", Summary: "the ConvNet with BatchNorm (FedBN)", Classes: 10, family: familyConv,
+		conv: func(i, c, k int64) ConvNetConfig { return ConvNet(i, c, k, true) }},
+	{Name: "fedavgcnn", Summary: "PFLlib's FedAvgCNN: conv 5×5 32, pool, conv 5×5 64, pool, FC 512, head (28×28×1: 582,026 parameters)", Classes: 10, family: familyConv,
+		conv: FedAvgCNN},
+	{Name: "fedavgcnn-bn", Summary: "fedavgcnn with BatchNorm after both convolutions and FC 512 (FedBN beside PFLlib)", Classes: 10, family: familyConv,
+		conv: func(i, c, k int64) ConvNetConfig { cfg := FedAvgCNN(i, c, k); cfg.BatchNorm = true; return cfg }},
 	{Name: "resnet50", Summary: "torchvision's ResNet-50 (v1.5, BatchNorm) at 224, FedPerfix's CNN beside ViT-S", Classes: 100, family: familyResNet, resnet: ResNet50},
 }
 

@@ -188,7 +188,7 @@ func (s Spec) Builder() (Factory, error) {
 			return built(NewFocalNet(name, c, k, dev, dt, g))
 		}, nil
 	case familyConv:
-		c := ConvNet(or(s.Image, 32), or(s.Channels, 3), classes, p.batchNorm)
+		c := p.conv(or(s.Image, 32), or(s.Channels, 3), classes)
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("model %s: %w", name, err)
 		}

@@ -217,3 +217,52 @@ func TestPrefixCounts(t *testing.T) {
 		t.Errorf("vit-s16-perfix: %d parameters, want 25,255,396", got)
 	}
 }
+
+// fedavgcnn is PFLlib's FedAvgCNN (system/flcore/trainmodel/models.py), counted by hand
+// from its definition: Conv2d(in, 32, 5) → ReLU → MaxPool 2 → Conv2d(32, 64, 5) → ReLU →
+// MaxPool 2 → Linear(dim, 512) → ReLU → fc = Linear(512, classes), with PFLlib's dim 1024
+// for MNIST-like 28×28×1 images (64·4·4) and 1600 for CIFAR-10's 32×32×3 (64·5·5). fc is
+// the head PFLlib's BaseHeadSplit splits off, so it must be pfl's role head alone.
+func TestFedAvgCNNMatchesPFLlib(t *testing.T) {
+	for _, c := range []struct {
+		image, channels int64
+		conv, fc, head  int64
+		total, macs     int64
+	}{
+		// conv1 1·32·25+32 = 832, conv2 32·64·25+64 = 51,264; fc1 1024·512+512 = 524,800;
+		// head 512·10+10 = 5,130: 582,026 in all. MACs: 32·1·25·24² + 64·32·25·8² + 1024·512 + 512·10
+		{28, 1, 832 + 51264, 524800, 5130, 582026, 460800 + 3276800 + 524288 + 5120},
+		// conv1 3·32·25+32 = 2,432; fc1 1600·512+512 = 819,712: 878,538 in all.
+		// MACs: 32·3·25·28² + 64·32·25·10² + 1600·512 + 512·10
+		{32, 3, 2432 + 51264, 819712, 5130, 878538, 1881600 + 5120000 + 819200 + 5120},
+	} {
+		m, err := Build(Spec{Preset: "fedavgcnn", Image: c.image, Channels: c.channels, Classes: 10}, 1, cuda.CPU, cuda.Float32, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := m.Params().CountByRole()
+		if by[RoleConv] != c.conv || by[RoleFC] != c.fc || by[RoleHead] != c.head {
+			t.Errorf("%d×%d×%d: conv %d, hidden FC %d, head %d parameters; want %d, %d, %d", c.image, c.image, c.channels,
+				by[RoleConv], by[RoleFC], by[RoleHead], c.conv, c.fc, c.head)
+		}
+		if got := m.Params().Count(); got != c.total {
+			t.Errorf("%d×%d×%d: %d parameters, want %d", c.image, c.image, c.channels, got, c.total)
+		}
+		if got := m.MACs(); got != float64(c.macs) {
+			t.Errorf("%d×%d×%d: %.0f MACs, want %d", c.image, c.image, c.channels, got, c.macs)
+		}
+		if h, ok := m.(Headed); !ok || h.FeatureDim() != 512 {
+			t.Errorf("%d×%d×%d: the head should read the 512 features of FC 512", c.image, c.image, c.channels)
+		}
+		// fedavgcnn-bn adds a BatchNorm (weight and bias per channel, role norm) after
+		// conv1 (32), conv2 (64) and FC 512, and nothing else
+		bn, err := Build(Spec{Preset: "fedavgcnn-bn", Image: c.image, Channels: c.channels, Classes: 10}, 1, cuda.CPU, cuda.Float32, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if by := bn.Params().CountByRole(); by[RoleNorm] != 2*(32+64+512) || bn.Params().Count() != c.total+2*(32+64+512) {
+			t.Errorf("%d×%d×%d: fedavgcnn-bn has %d parameters, %d of them norm; want %d and %d", c.image, c.image, c.channels,
+				bn.Params().Count(), by[RoleNorm], c.total+2*(32+64+512), 2*(32+64+512))
+		}
+	}
+}

@@ -2,9 +2,121 @@ package fl
 
 import (
 	"fmt"
+	"slices"
 
 	"pfl/cuda"
 )
+
+// The server update (step 3 of the lifecycle, lifecycle.go): the generator learns, the
+// shared parameters are averaged, the personal rows go back to the store; across processes
+// every sum over clients is all-reduced.
+
+// generate makes the generated parameters of the clients ids (Generative.Generate), with
+// the graph back to the server's parameters that Learn differentiates; none without a
+// generator.
+func (r *Run) generate(s *cuda.Scope, ids []int) ([]*cuda.Tensor, error) {
+	if r.hooks.gen == nil {
+		return nil, nil
+	}
+	generated := r.hooks.gen.Generate(s, cuda.FromSlice(s, r.cfg.Device, ids64(ids)))
+	if len(generated) != len(r.genIdx) {
+		return nil, fmt.Errorf("fl: %s generated %d parameters, want %d", r.strat.Name(), len(generated), len(r.genIdx))
+	}
+	return generated, nil
+}
+
+// aggregate averages the shared parameters over the round's clients ids (weights m_k/M, or
+// the strategy's: Weighter; a client of ids outside server, the clients the server update
+// reads, weighs 0) into the global model, writes the personal rows back to the store, and
+// lets a generative strategy learn from the generated parameters' change.
+//
+// Across processes (below) the stacked model holds this rank's share of ids; the
+// weights stay those of the whole round, the sums over clients are all-reduced, and the
+// personal rows of every trained client reach every rank's store.
+func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tensor) error {
+	var sizes, at []int // the server's clients' sample counts and positions in ids
+	for i, c := range ids {
+		if slices.Contains(server, c) {
+			sizes, at = append(sizes, len(r.fed.Part.Train[c])), append(at, i)
+		}
+	}
+	weights := make([]float64, len(ids))
+	for j, v := range r.hooks.weights(sizes) {
+		weights[at[j]] = v
+	}
+	local, lo := r.localShare(ids)
+	w := cuda.FromSlice(s, r.cfg.Device, weights[lo:lo+len(local)])
+	if r.hooks.gen != nil {
+		trained := make([]*cuda.Tensor, len(r.genIdx))
+		for j, i := range r.genIdx {
+			trained[j] = r.stacked.Params().List[i].T
+		}
+		if sl, ok := r.hooks.gen.(ShardedLearner); ok && r.distributed() {
+			sum := sl.LearnSum(s, generated, trained, w)
+			if err := s.Err(); err != nil {
+				return err
+			}
+			if err := r.allReduce(sum...); err != nil {
+				return err
+			}
+			sl.LearnApply(s, sum)
+		} else {
+			r.hooks.gen.Learn(s, generated, trained, w)
+		}
+	}
+	s.SetGradEnabled(false)
+	defer s.SetGradEnabled(true)
+	idx := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
+	global := r.global.Params().List
+	var dst, src, pers []*cuda.Tensor
+	var persIdx []int
+	for i, p := range r.stacked.Params().List {
+		if r.isGen[i] {
+			continue
+		}
+		if r.personal[i] {
+			pers, persIdx = append(pers, p.T), append(persIdx, i)
+		} else {
+			dst, src = append(dst, global[i].T), append(src, p.T)
+		}
+	}
+	if r.distributed() && len(pers) > 0 {
+		var err error
+		if pers, err = r.gatherRows(s, pers, len(ids), lo); err != nil {
+			return err
+		}
+	}
+	for j, i := range persIdx {
+		s.IndexCopy(r.store[i], 0, idx, pers[j])
+	}
+	if ma, ok := r.hooks.aggregate.(MeanAggregator); ok && r.distributed() && len(dst) > 0 {
+		means := make([]*cuda.Tensor, len(dst))
+		for i, g := range dst {
+			means[i] = s.Zeros(g.DType(), g.Device(), g.Shape()...)
+		}
+		s.ForeachWeightedSum(means, src, w)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		if err := r.allReduce(means...); err != nil {
+			return err
+		}
+		if err := ma.AggregateMean(s, dst, means); err != nil {
+			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
+		}
+		return s.Err()
+	}
+	if a := r.hooks.aggregate; a != nil {
+		if err := a.Aggregate(s, dst, src, w); err != nil {
+			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
+		}
+		return s.Err()
+	}
+	if err := AverageInto(s, dst, src, w); err != nil {
+		return err
+	}
+	return r.allReduce(dst...)
+}
 
 // Training across processes (Config.Group with World > 1). Every rank holds the whole run:
 // the global model, the store of every client's personal rows and the strategy's server
@@ -27,31 +139,6 @@ import (
 // per-client counts the same exact way; under FedPerfix's protocol each rank first
 // evaluates the clients it trained, and those results are gathered alike. The all-reduce of a Gloo or NCCL group hands
 // every rank the same bits, so the replicas cannot drift apart.
-
-// ShardedLearner is a Generative whose Learn is a sum over the round's clients followed by
-// one update of the server state, so that under training across processes every rank
-// computes its clients' part of the sum, the parts are all-reduced, and every rank
-// applies the same update. Learn must equal LearnApply(LearnSum(...)).
-type ShardedLearner interface {
-	Generative
-	// LearnSum is the round's clients' part of the server gradient: one tensor per
-	// server parameter, weighted by weights as Learn weights them (the m_k/M of the
-	// whole round, so the parts add up to the whole).
-	LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor
-	// LearnApply updates the server state with the summed gradient.
-	LearnApply(s *cuda.Scope, sum []*cuda.Tensor)
-}
-
-// MeanAggregator is an Aggregator whose server update reads the trained values only
-// through their weighted mean Σ_k w_k θ_k (pFedMe: a step of β towards it), so that across
-// processes the mean is a sum of per-rank partial means, all-reduced, which every rank
-// then applies. Aggregate must equal AggregateMean with the mean.
-type MeanAggregator interface {
-	Aggregator
-	// AggregateMean updates global (one row per shared parameter) from means, the
-	// round's weighted means of the trained values in the same order.
-	AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error
-}
 
 // share is rank's contiguous part [lo, hi) of n items split over world ranks; the parts'
 // sizes differ by at most one.

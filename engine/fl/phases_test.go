@@ -1,0 +1,131 @@
+package fl
+
+import (
+	"slices"
+	"testing"
+
+	"pfl/cuda"
+	"pfl/engine/data"
+	"pfl/engine/model"
+)
+
+// Phased local training (FedRep's split, FedBABU's frozen head) and fine-tuning before
+// evaluation.
+
+// headOnly trains only the head, in one phase.
+type headOnly struct{ Strategy }
+
+func (headOnly) Phases(epochs int) []Phase {
+	return []Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role == model.RoleHead }}}
+}
+
+func TestPhasesTrainOnlyTheirParameters(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 2, PerRound: 4, Batch: 16, LR: 0.1, Momentum: 0.9, WeightDecay: 0.01, Seed: 1, Device: cuda.CPU}
+	r, err := New(cfg, headOnly{FedAvg()}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before := map[string][]float64{}
+	for _, p := range r.global.Params().List {
+		before[p.Name], _ = p.T.Float64s()
+	}
+	if _, err := r.Round(0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.global.Params().List {
+		after, _ := p.T.Float64s()
+		changed := false
+		for i := range after {
+			changed = changed || after[i] != before[p.Name][i]
+		}
+		if changed != (p.Role == model.RoleHead) {
+			t.Errorf("%s (%s) changed=%v", p.Name, p.Role, changed)
+		}
+	}
+}
+
+func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU, EvalEvery: 1}
+	r, err := New(cfg, FedBABU{FineTuneSteps: 2}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var heads [][]float64
+	for i, p := range r.global.Params().List {
+		if p.Role == model.RoleHead {
+			v, _ := r.store[i].Float64s()
+			heads = append(heads, v)
+		}
+	}
+	if _, err := r.Train(); err != nil {
+		t.Fatal(err)
+	}
+	j := 0
+	for i, p := range r.global.Params().List {
+		if p.Role != model.RoleHead {
+			continue
+		}
+		v, _ := r.store[i].Float64s()
+		for e := range v {
+			if v[e] != heads[j][e] {
+				t.Fatalf("%s changed in the store: training or fine-tuning leaked into it", p.Name)
+			}
+		}
+		j++
+	}
+}
+
+// TestFedBABUFineTunesBodyAndHead: FedBABU's fine-tuning before evaluation steps every
+// parameter, body and head, as FedPerfix's clientbabu.py (an SGD over model.parameters()
+// with the head unfrozen) and PFLlib's fine_tune (['base', 'head']) do, and an evaluation
+// leaves the global model as it was (the fine-tuning is not kept).
+func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
+	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := Config{Rounds: 1, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU}
+	f := FedBABU{FineTuneSteps: 1}
+	r, err := New(cfg, f, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := cuda.NewScope()
+	defer s.Close()
+	ids := []int{1, 3}
+	r.load(s, r.evalM, ids)
+	snapshot := func(m model.Model) map[string][]float64 {
+		out := map[string][]float64{}
+		for _, p := range m.Params().List {
+			out[p.Name] = values(t, p.T)
+		}
+		return out
+	}
+	before, global := snapshot(r.evalM), snapshot(r.global)
+	if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, 0, FineTunePhase, f.FineTune(), nil); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[model.Role]bool{}
+	for _, p := range r.evalM.Params().List {
+		if p.Buffer {
+			continue
+		}
+		if slices.Equal(values(t, p.T), before[p.Name]) {
+			t.Errorf("%s (%s) did not move in the fine-tuning step", p.Name, p.Role)
+		}
+		roles[p.Role] = true
+	}
+	if !roles[model.RoleHead] || len(roles) < 2 {
+		t.Fatalf("roles checked %v: want the head and the body", roles)
+	}
+	if _, err := r.Evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range snapshot(r.global) {
+		if !slices.Equal(v, global[name]) {
+			t.Errorf("%s of the global model changed in an evaluation", name)
+		}
+	}
+}

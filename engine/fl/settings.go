@@ -1,0 +1,284 @@
+package fl
+
+import (
+	"fmt"
+	"strings"
+
+	"pfl/engine/hyper"
+	"pfl/engine/internal/check"
+	"pfl/engine/model"
+)
+
+// Settings are a config's algorithm keys (algorithm.*), as YAML and config.json spell
+// them: the algorithm's name, the keys several algorithms share (the hypernetwork, the
+// parts kept local), and one section per algorithm with settings of its own, whose type
+// lives in the algorithm's file with its Default and Validate. The registry entry of an
+// algorithm says which of these keys it reads (Algorithm.Keys). engine/experiment embeds
+// Settings as its algorithm section.
+type Settings struct {
+	Name string `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
+	// Mu is FedProx's proximal weight μ; default 1, the official FedTP code's --mu (the
+	// FedTP paper states none).
+	Mu float64 `mapstructure:"mu" json:"mu"`
+	// GenericLoss is FedRoD's loss on the generic head: "balanced" (balanced softmax, the
+	// paper's) or "ce" (plain cross-entropy); default balanced.
+	GenericLoss string `mapstructure:"generic_loss" json:"generic_loss"`
+	// Generate lists the roles the hypernetwork of fedtp and transfed generates (FedTP's
+	// Table V and TransFed's Table 3 ablations): role names from `pfl models`, "focal" for
+	// focal_f, focal_ctx, focal_h and focal_proj, or "encoder" for attn_qkv, attn_out, the
+	// focal roles, mlp and norm. Unset: the algorithm's own (fedtp [attn_qkv], transfed
+	// [focal]: what vanilla-c-t keeps local); pfedhn generates every trainable parameter and
+	// refuses it.
+	Generate []string `mapstructure:"generate" json:"generate"`
+	// LocalRoles and LocalBlocks are what partial, fedperfix, prompts and adapters keep
+	// local: roles from `pfl models` and block indices (every parameter of block i, as the
+	// official FedPerfix preset keeps blocks.11 on CIFAR-100). Unset: the algorithm's own
+	// (fedperfix: adapter and head; partial has none and needs local_roles or
+	// local_blocks).
+	LocalRoles  []string `mapstructure:"local_roles" json:"local_roles"`
+	LocalBlocks []int    `mapstructure:"local_blocks" json:"local_blocks"`
+	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
+	// official local_training: every client, every round, whatever train.participation)
+	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
+	// every other algorithm). Unset: all. Other algorithms refuse it.
+	LocalClients string        `mapstructure:"local_clients" json:"local_clients"`
+	Hyper        HyperSettings `mapstructure:"hyper" json:"hyper"`
+	KNN          KNN           `mapstructure:"knn" json:"knn"`
+	FedRep       FedRepConfig  `mapstructure:"fedrep" json:"fedrep"`
+	Ditto        DittoConfig   `mapstructure:"ditto" json:"ditto"`
+	APFL         APFLConfig    `mapstructure:"apfl" json:"apfl"`
+	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
+	PerFedAvg PerFedAvgSettings `mapstructure:"perfedavg" json:"perfedavg"`
+	PFedMe    PFedMeSettings    `mapstructure:"pfedme" json:"pfedme"`
+	PFedHN    PFedHNConfig      `mapstructure:"pfedhn" json:"pfedhn"`
+	PFedGP    PFedGPSettings    `mapstructure:"pfedgp" json:"pfedgp"`
+}
+
+// DefaultSettings are the documented defaults: fedavg, with every algorithm's own section
+// at its Default. algorithm.hyper.lr and pfedme.personal_lr are left unset: they follow
+// train.lr (Resolve); algorithm.hyper.embed, .hidden and .rank are left unset: the
+// algorithm chooses.
+func DefaultSettings() Settings {
+	return Settings{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
+		Hyper: HyperSettings{}.Default(), KNN: KNN{}.Default(), FedRep: FedRepConfig{}.Default(),
+		Ditto: DittoConfig{}.Default(), APFL: APFLConfig{}.Default(), PerFedAvg: PerFedAvgSettings{}.Default(),
+		PFedMe: PFedMeSettings{}.Default(), PFedHN: PFedHNConfig{}.Default(), PFedGP: PFedGPSettings{}.Default()}
+}
+
+// Resolve fills in the keys that follow the run's learning rate lr (train.lr) unless set:
+// algorithm.hyper.lr and algorithm.pfedme.personal_lr.
+func (s Settings) Resolve(lr float64) Settings {
+	if s.Hyper.LR == nil {
+		s.Hyper.LR = &lr
+	}
+	if s.PFedMe.PersonalLR == nil {
+		s.PFedMe.PersonalLR = &lr
+	}
+	return s
+}
+
+// Validate checks every algorithm key, naming the first invalid one: each section's own
+// Validate, the keys only some algorithms read (refused by the others), and the chosen
+// algorithm's checks across keys (its registry entry's Check; epochs is train.epochs).
+func (s Settings) Validate(epochs int) error {
+	k := &check.Checker{}
+	a, err := LookupAlgorithm(s.Name)
+	if err != nil {
+		k.Fail("algorithm.name", "%v", err)
+	}
+	k.Real("algorithm.mu", s.Mu, 0, check.Inf, "[]")
+	k.OneOf("algorithm.generic_loss", s.GenericLoss, "balanced", "ce")
+	if _, err := generatedRoles(s.Generate); err != nil {
+		k.Fail("algorithm.generate", "%v", err)
+	}
+	if s.Generate != nil && len(s.Generate) == 0 {
+		k.Fail("algorithm.generate", "empty; list at least one role, or leave it unset for the algorithm's own")
+	}
+	k.Add(s.Hyper.Validate())
+	if _, err := localRoles(s.LocalRoles); err != nil {
+		k.Fail("algorithm.local_roles", "%v", err)
+	}
+	for _, b := range s.LocalBlocks {
+		k.AtLeast("algorithm.local_blocks", int64(b), 0)
+	}
+	if err == nil && !a.Reads(KeyLocalRoles) && (s.LocalRoles != nil || s.LocalBlocks != nil) {
+		k.Fail("algorithm.local_roles", "set, but algorithm %s does not read local_roles or local_blocks (%s do); remove them",
+			s.Name, strings.Join(namesReading(KeyLocalRoles), ", "))
+	}
+	if s.LocalClients != "" {
+		k.OneOf("algorithm.local_clients", s.LocalClients, "all", "sampled")
+		if err == nil && !a.Reads(KeyLocalClients) {
+			k.Fail("algorithm.local_clients", "set, but algorithm %s trains the sampled clients and does not read it (only %s does); remove it",
+				s.Name, strings.Join(namesReading(KeyLocalClients), ", "))
+		}
+	}
+	for _, v := range []interface{ Validate() error }{s.KNN, s.FedRep, s.Ditto, s.APFL, s.PerFedAvg, s.PFedMe, s.PFedHN, s.PFedGP} {
+		k.Add(v.Validate())
+	}
+	if err == nil && a.Check != nil {
+		k.Add(a.Check(s, epochs))
+	}
+	return k.Err()
+}
+
+// Options maps validated, resolved settings onto the registry's options.
+func (s Settings) Options() Options {
+	h := s.Hyper
+	roles, _ := generatedRoles(s.Generate)
+	o := Options{Mu: s.Mu, PlainSoftmax: s.GenericLoss == "ce", Generate: roles,
+		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
+			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
+		KNN: s.KNN, Rank: h.Rank, LocalBlocks: s.LocalBlocks, LocalSampled: s.LocalClients == "sampled",
+		FedRep: s.FedRep, Ditto: s.Ditto, APFL: s.APFL, PerFedAvg: s.PerFedAvg.config(),
+		PFedMe: s.PFedMe.config(), PFedHN: s.PFedHN, PFedGP: s.PFedGP.config()}
+	if s.LocalRoles != nil {
+		o.LocalRoles, _ = localRoles(s.LocalRoles)
+	}
+	return o
+}
+
+// Strategy makes the named algorithm from the registry for validated, resolved settings.
+func (s Settings) Strategy() Strategy {
+	a, _ := LookupAlgorithm(s.Name)
+	return a.New(s.Options())
+}
+
+// HyperSettings are the hypernetwork of FedTP, TransFed and pFedHN and its optimizer, the
+// config's algorithm.hyper (FedTP's official code's values; pFedHN's official code uses
+// the same trunk depth, momentum and weight decay).
+type HyperSettings struct {
+	// Embed is the client-embedding width. Unset: the algorithm's own: fedtp and transfed
+	// 128 (FedTP's code; its paper's novel-client study: 32), pfedhn 1 + ⌊N/4⌋ for N
+	// clients (pFedHN's code, --embed-dim -1).
+	Embed *int64 `mapstructure:"embed" json:"embed"`
+	// Hidden is the trunk width. Unset: fedtp and transfed 150 (FedTP's code), pfedhn 100
+	// (pFedHN's code, --hyper-hid).
+	Hidden      *int64   `mapstructure:"hidden" json:"hidden"`
+	Layers      int      `mapstructure:"layers" json:"layers"`             // trunk linear layers; default 4 (both codes: one input layer, --n-hidden 3)
+	LR          *float64 `mapstructure:"lr" json:"lr"`                     // β; default (unset) train.lr (the official code uses --lr for both)
+	Momentum    float64  `mapstructure:"momentum" json:"momentum"`         // default 0.9; 0 for none
+	WeightDecay float64  `mapstructure:"weight_decay" json:"weight_decay"` // default 1e-3; 0 for none
+	// Rank is the rank of low-rank heads: each generated matrix W [out, in] is W0 + U V
+	// with U [out, r], V [r, in] from two heads and W0 a learned shared base (engine/hyper);
+	// 0 is one full head per generated parameter, as FedTP. Unset: the algorithm's own
+	// (fedtp 0; transfed and pfedhn 0 while the full heads hold at most 2^28 parameters,
+	// else 32: transfed keeps full heads on focalnet-cifar and takes rank 32 on FocalNet-T).
+	Rank *int64 `mapstructure:"rank" json:"rank"`
+}
+
+// Default is the official codes' trunk depth and optimizer; the sizes are the algorithm's.
+func (HyperSettings) Default() HyperSettings {
+	return HyperSettings{Layers: 4, Momentum: 0.9, WeightDecay: 1e-3}
+}
+
+// Validate reports a hypernetwork that cannot be built or trained, naming its config key.
+func (h HyperSettings) Validate() error {
+	k := &check.Checker{}
+	if h.Embed != nil {
+		k.AtLeast("algorithm.hyper.embed", *h.Embed, 1)
+	}
+	if h.Hidden != nil {
+		k.AtLeast("algorithm.hyper.hidden", *h.Hidden, 1)
+	}
+	k.AtLeast("algorithm.hyper.layers", int64(h.Layers), 1)
+	if h.LR != nil {
+		k.Real("algorithm.hyper.lr", *h.LR, 0, check.Inf, "(]")
+	}
+	k.Real("algorithm.hyper.momentum", h.Momentum, 0, 1, "[)")
+	k.Real("algorithm.hyper.weight_decay", h.WeightDecay, 0, check.Inf, "[]")
+	if h.Rank != nil {
+		k.AtLeast("algorithm.hyper.rank", *h.Rank, 0)
+	}
+	return k.Err()
+}
+
+// checkPartial is partial's check across keys (its registry entry): it keeps local only
+// what it is told to.
+func checkPartial(s Settings, _ int) error {
+	if len(s.LocalRoles) == 0 && len(s.LocalBlocks) == 0 {
+		return fmt.Errorf("algorithm.local_roles: empty; algorithm partial keeps local only what local_roles and local_blocks list")
+	}
+	return nil
+}
+
+// localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
+// only local_blocks local).
+func localRoles(names []string) ([]model.Role, error) {
+	out := []model.Role{}
+	for _, n := range names {
+		r, ok := model.ParseRole(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown role %q; choose from %v", n, roleNames())
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// generatedRoles reads algorithm.generate (nil when unset: the algorithm's own).
+func generatedRoles(names []string) ([]model.Role, error) {
+	var out []model.Role
+	for _, n := range names {
+		switch n {
+		case "focal":
+			out = append(out, focalRoles...)
+			continue
+		case "encoder":
+			out = append(out, model.RoleAttnQKV, model.RoleAttnOut)
+			out = append(out, focalRoles...)
+			out = append(out, model.RoleMLP, model.RoleNorm)
+			continue
+		}
+		r, ok := model.ParseRole(n)
+		if !ok {
+			return nil, fmt.Errorf("algorithm.generate: unknown role %q; choose focal, encoder or one of %v", n, roleNames())
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// roleNames are the role names a config may write.
+func roleNames() []string {
+	var valid []string
+	for _, r := range model.Roles() {
+		valid = append(valid, r.String())
+	}
+	return valid
+}
+
+// noneIfZero maps a config's 0 ("none") onto hyper.Config's spelling of none (negative),
+// since hyper.Config reads 0 as "the official default".
+func noneIfZero(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// valueOf reads an optional size: 0 (the algorithm's own) when unset.
+func valueOf(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// realOf reads an optional real number (a learning rate Resolve has filled): 0 when unset.
+func realOf(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// namesReading are the algorithms that read key, in the registry's order.
+func namesReading(key string) []string {
+	var out []string
+	for _, a := range registry {
+		if a.Reads(key) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package fl
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// settingKeys are Settings' keys under algorithm., from the mapstructure tags: a section's
+// name and each of its keys (hyper, hyper.lr, ...).
+func settingKeys() map[string]bool {
+	keys := map[string]bool{}
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			name := t.Field(i).Tag.Get("mapstructure")
+			keys[prefix+name] = true
+			if t.Field(i).Type.Kind() == reflect.Struct {
+				walk(prefix+name+".", t.Field(i).Type)
+			}
+		}
+	}
+	walk("", reflect.TypeOf(Settings{}))
+	return keys
+}
+
+// TestRegistryKeysAreSettings: every key a registry entry says it reads is a key of the
+// algorithm section, and the defaults pass every algorithm's checks (partial's once it is
+// told what to keep).
+func TestRegistryKeysAreSettings(t *testing.T) {
+	keys := settingKeys()
+	for _, a := range Algorithms() {
+		for _, k := range a.Keys {
+			if !keys[k] {
+				t.Errorf("%s reads algorithm.%s, which is no key of the algorithm section", a.Name, k)
+			}
+		}
+		s := DefaultSettings()
+		s.Name = a.Name
+		if a.Keeps == KeepListed {
+			s.LocalRoles = []string{"head"}
+		}
+		if err := s.Resolve(0.01).Validate(2); err != nil {
+			t.Errorf("%s: the defaults are refused: %v", a.Name, err)
+		}
+	}
+}
+
+// TestSettingsRefuseNamingTheKey: each section's check names the key it refuses, and a key
+// only some algorithms read is refused for the others.
+func TestSettingsRefuseNamingTheKey(t *testing.T) {
+	for _, c := range []struct {
+		set func(s *Settings)
+		key string
+	}{
+		{func(s *Settings) { s.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
+		{func(s *Settings) { s.APFL.Alpha = 2 }, "algorithm.apfl.alpha"},
+		{func(s *Settings) { s.KNN.K = 0 }, "algorithm.knn.k"},
+		{func(s *Settings) { s.PFedHN.Clip = -1 }, "algorithm.pfedhn.clip"},
+		{func(s *Settings) { s.PFedGP.Weights = "sizes" }, "algorithm.pfedgp.weights"},
+		{func(s *Settings) { s.Hyper.Layers = 0 }, "algorithm.hyper.layers"},
+		{func(s *Settings) { s.LocalClients = "sampled" }, "algorithm.local_clients"},
+		{func(s *Settings) { s.LocalBlocks = []int{1} }, "algorithm.local_roles"},
+		{func(s *Settings) { s.Name, s.FedRep.RepEpochs = "fedrep", 2 }, "algorithm.fedrep.rep_epochs"},
+		{func(s *Settings) { s.Name, s.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
+		{func(s *Settings) { s.Name = "partial" }, "algorithm.local_roles"},
+		{func(s *Settings) { s.Name, s.PFedGP.Objective = "pfedgp-ip", "marginal" }, "algorithm.pfedgp.objective"},
+		{func(s *Settings) { s.Name = "fedsgd" }, "algorithm.name"},
+	} {
+		s := DefaultSettings()
+		c.set(&s)
+		err := s.Resolve(0.01).Validate(2)
+		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
+			t.Errorf("want an error naming %s, got %v", c.key, err)
+		}
+	}
+}
