@@ -13,7 +13,8 @@ round r (0-based) is PFLlib's "Round number" r + 1 (both: after r + 1 rounds of 
          round and the personalized one is taken; FedBABU's PFLlib per-round evaluations are
          before any fine-tuning.
 
-Each cell is the mean over seeds (and ± half their range with two seeds); Δ is pfl − PFLlib.
+Each cell is the mean over the seeds both sides finished (the seeds column; ± half their
+range with two); Δ is pfl − PFLlib. --per-seed adds each seed's final accuracies.
 """
 import argparse
 import json
@@ -74,16 +75,20 @@ def main():
     a = ap.parse_args()
     seeds = a.seeds.split()
     algos = [x for x in ORDER if x in a.algos.split()] + [x for x in a.algos.split() if x not in ORDER]
-    print(f"| algorithm | pfl final | PFLlib final | Δ final | pfl tail | PFLlib tail | Δ tail |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| algorithm | seeds | pfl final | PFLlib final | Δ final | pfl tail | PFLlib tail | Δ tail |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows = [(x, x, x) for x in algos]
     if "pfedme" in algos:  # PFLlib's pFedMe evaluating θ (pfllib-run.py --pfedme-theta), where run
         rows.insert(algos.index("pfedme") + 1, ("pfedme", "pfedme-theta", "pfedme (PFLlib evaluating θ)"))
     for algo, file, label in rows:
         cols = {k: [] for k in ("pf", "lf", "pt", "lt")}
+        n = 0
         for s in seeds:
             p = pfl_evals(a.out, s, algo)
             l, tuned = pfllib_evals(a.out, s, algo, file)
+            if not p or not l or a.rounds not in p or (a.rounds not in l and tuned is None):
+                continue  # a seed counts only where both sides finished (paired means)
+            n += 1
             window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
             if p:
                 cols["pf"].append(p.get(a.rounds))
@@ -97,7 +102,7 @@ def main():
         d = lambda x, y: "—" if x is None or y is None else f"{100 * (x - y):+.2f}"
         if file != algo and not cols["lf"]:
             continue
-        print(f"| {label} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
+        print(f"| {label} | {n} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
     if a.per_seed:
         print("\n| algorithm | " + " | ".join(f"pfl s{x} | PFLlib s{x}" for x in seeds) + " |")
         print("| --- |" + " --- | --- |" * len(seeds))
