@@ -205,7 +205,11 @@ func table(runs []*Result) string {
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(&b, "| %s | %.2f ± %.2f | %d | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, 100*s.TailMean, 100*s.TailStd, s.TailEvals,
+		tail := fmt.Sprintf("%.2f ± %.2f", 100*s.TailMean, 100*s.TailStd)
+		if s.TailEvals < 2 { // one evaluation has no spread to show, not a spread of 0
+			tail = fmt.Sprintf("%.2f ± n/a", 100*s.TailMean)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, tail, s.TailEvals,
 			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
 	}
 	return b.String() + resourceTable(runs)
