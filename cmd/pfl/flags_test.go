@@ -67,7 +67,7 @@ func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 		{[]string{"models", "-h"}, 0, "Usage: pfl models [flags]"},
 		{[]string{"algorithms", "-h"}, 0, "Usage: pfl algorithms [flags]"},
 		{[]string{"partition", "-h"}, 0, "Usage: pfl partition [flags]"},
-		{[]string{"train", "-h"}, 0, "Usage: pfl train [-c config.yaml]"},
+		{[]string{"train", "-h"}, 0, "Usage: pfl train [-c config.yaml|name]"},
 		{[]string{"eval", "-h"}, 0, "Usage: pfl eval [-clients] <run, suite or grid dir>"},
 		{[]string{"plot", "-h"}, 0, "Usage: pfl plot [-out file.png] <run, suite or grid dir>..."},
 		{[]string{"maps", "-h"}, 0, "<run, suite or grid dir>"},
