@@ -42,13 +42,6 @@ func loadConfig(path string, sets []string) (experiment.Config, error) {
 	return cfg, err
 }
 
-// loadConfigSources is loadConfig that also says where each key's value came from: the
-// file, the variable or the --set that gave it last (keys no source names are absent).
-func loadConfigSources(path string, sets []string) (experiment.Config, map[string]string, error) {
-	cfg, sources, err := readConfig(path, sets)
-	return cfg, sources, err
-}
-
 // configSource reads the config file at path: the embedded demo for "", else the file, or,
 // when no such file exists and path names no folder, the embedded config of that name (with
 // or without .yaml), so `-c quickstart-fmnist` works from any directory. where names it for
@@ -70,8 +63,9 @@ func configSource(path string) (src []byte, where string, err error) {
 	return nil, path, fmt.Errorf("%w; no built-in config is named %s either (pfl configs lists them)", err, path)
 }
 
-// readConfig is loadConfigSources.
-func readConfig(path string, sets []string) (experiment.Config, map[string]string, error) {
+// loadConfigSources is loadConfig that also says where each key's value came from: the
+// file, the variable or the --set that gave it last (keys no source names are absent).
+func loadConfigSources(path string, sets []string) (experiment.Config, map[string]string, error) {
 	src, where, err := configSource(path)
 	if err != nil {
 		return experiment.Config{}, nil, err
@@ -577,22 +571,37 @@ func configFields() map[string]reflect.Type {
 
 // clearKey sets the optional key (a pointer field) of cfg to nil.
 func clearKey(cfg *experiment.Config, key string) {
-	v := reflect.ValueOf(cfg).Elem()
-	for _, part := range strings.Split(key, ".") {
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).Tag.Get("mapstructure") == part {
-				v = v.Field(i)
-				break
-			}
-		}
-	}
-	if v.Kind() == reflect.Pointer {
+	if v, ok := configField(reflect.ValueOf(cfg).Elem(), key); ok && v.Kind() == reflect.Pointer {
 		v.SetZero()
 	}
 }
 
+// configField is the field of the config value v (an experiment.Config) at key, found by
+// the fields' mapstructure names.
+func configField(v reflect.Value, key string) (reflect.Value, bool) {
+	for _, part := range strings.Split(key, ".") {
+		found := false
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).Tag.Get("mapstructure") == part {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return v, false
+		}
+	}
+	return v, true
+}
+
 // walkConfig calls visit with every key of experiment.Config and its field's type.
 func walkConfig(visit func(key string, t reflect.Type)) {
+	walkConfigFields(func(key string, _ reflect.Type, f reflect.StructField) { visit(key, f.Type) })
+}
+
+// walkConfigFields calls visit with every key of experiment.Config, in declaration order,
+// with the struct type that declares its field and the field.
+func walkConfigFields(visit func(key string, owner reflect.Type, f reflect.StructField)) {
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
@@ -605,7 +614,7 @@ func walkConfig(visit func(key string, t reflect.Type)) {
 				walk(prefix+name+".", f.Type)
 				continue
 			}
-			visit(prefix+name, f.Type)
+			visit(prefix+name, t, f)
 		}
 	}
 	walk("", reflect.TypeOf(experiment.Config{}))

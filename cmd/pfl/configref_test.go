@@ -56,7 +56,7 @@ text says. ` + "`pfl train --print-config`" + ` prints a config's every key with
 	def := experiment.DefaultConfig()
 	section := "-"
 	var err error
-	walkFields(reflect.TypeOf(experiment.Config{}), "", func(key string, owner reflect.Type, f reflect.StructField) {
+	walkConfigFields(func(key string, owner reflect.Type, f reflect.StructField) {
 		if err != nil {
 			return
 		}
@@ -92,27 +92,6 @@ text says. ` + "`pfl train --print-config`" + ` prints a config's every key with
 	b.WriteString("\n## `sweep`\n\nA mapping from dotted keys to lists of values, in the order written (the first key is the plots' x axis): " +
 		"the experiment runs once per combination. See `Config.Sweep` in engine/experiment.\n")
 	return b.Bytes(), nil
-}
-
-// walkFields calls visit with each config key, the struct type that declares it and its
-// field, in declaration order (walkConfig's keys).
-func walkFields(t reflect.Type, prefix string, visit func(key string, owner reflect.Type, f reflect.StructField)) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := f.Tag.Get("mapstructure")
-		if name == "" || name == "-" {
-			continue
-		}
-		if strings.HasSuffix(name, ",squash") { // an embedded struct's keys are its parent's
-			walkFields(f.Type, prefix, visit)
-			continue
-		}
-		if f.Type.Kind() == reflect.Struct {
-			walkFields(f.Type, prefix+name+".", visit)
-			continue
-		}
-		visit(prefix+name, t, f)
-	}
 }
 
 // typeName is a field's type as a config writer sees it.

@@ -60,15 +60,26 @@ func TestDocsCommandsRun(t *testing.T) {
 		for i, a := range args {
 			args[i] = rounds.ReplaceAllString(a, "train.rounds=2")
 		}
-		restore := map[string]string{}
+		// a command's own variables hold for it alone; one unset before is unset again
+		// (pfl refuses an empty PFL_* value)
+		type was struct {
+			value string
+			set   bool
+		}
+		restore := map[string]was{}
 		for k, v := range env {
-			restore[k] = os.Getenv(k)
+			old, set := os.LookupEnv(k)
+			restore[k] = was{old, set}
 			os.Setenv(k, v)
 		}
 		var out, errOut bytes.Buffer
 		code := run(args, &out, &errOut)
-		for k, v := range restore {
-			os.Setenv(k, v)
+		for k, w := range restore {
+			if w.set {
+				os.Setenv(k, w.value)
+			} else {
+				os.Unsetenv(k)
+			}
 		}
 		if code != 0 {
 			t.Errorf("%s: exit %d:\n%s%s", line, code, tail(out.String(), 1500), errOut.String())

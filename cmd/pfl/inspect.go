@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -59,18 +58,9 @@ func printConfig(out io.Writer, cfg experiment.Config, sources map[string]string
 
 // keyJSON is the JSON of cfg's value at key (section.key, as mapstructure names it).
 func keyJSON(cfg experiment.Config, key string) (string, error) {
-	v := reflect.ValueOf(cfg)
-	for _, part := range strings.Split(key, ".") {
-		found := false
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).Tag.Get("mapstructure") == part {
-				v, found = v.Field(i), true
-				break
-			}
-		}
-		if !found {
-			return "", fmt.Errorf("config has no key %s", key)
-		}
+	v, ok := configField(reflect.ValueOf(cfg), key)
+	if !ok {
+		return "", fmt.Errorf("config has no key %s", key)
 	}
 	b, err := json.Marshal(v.Interface())
 	return string(b), err

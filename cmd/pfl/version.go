@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"pfl/engine/experiment"
 )
 
 // versionCmd prints pfl's module version and the VCS revision the binary was built from
@@ -18,29 +20,15 @@ func versionCmd(args []string, out io.Writer) error {
 	return nil
 }
 
-// versionLine is "pfl <version> (revision <hash>[+modified], <time>, <go version>)".
+// versionLine is "pfl <version> (revision <hash>[+modified], <go version>)".
 func versionLine() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "pfl: no build information in this binary"
 	}
-	var rev, when string
-	modified := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
+	rev := experiment.BuildRevision()
 	if rev == "" {
 		return fmt.Sprintf("pfl %s (built without VCS stamping: no revision recorded; %s)", bi.Main.Version, bi.GoVersion)
 	}
-	if modified {
-		rev += "+modified"
-	}
-	return fmt.Sprintf("pfl %s (revision %s, %s, %s)", bi.Main.Version, rev, when, bi.GoVersion)
+	return fmt.Sprintf("pfl %s (revision %s, %s)", bi.Main.Version, rev, bi.GoVersion)
 }

@@ -476,46 +476,36 @@ func (g *grid) tables(runs []*Result) string {
 		return b.String()
 	}
 	for _, met := range gridMetrics {
-		fmt.Fprintf(&b, "%s:\n\n|", met.title)
-		for _, a := range g.cfg.Sweep {
-			fmt.Fprintf(&b, " %s |", a.Key)
-		}
-		for _, n := range names {
-			fmt.Fprintf(&b, " %s |", n)
-		}
-		fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.cfg.Sweep)+len(names)))
-		for pi, p := range g.points {
-			fmt.Fprint(&b, "|")
-			for _, v := range p.values {
-				fmt.Fprintf(&b, " %s |", v)
-			}
-			for mi := range names {
-				fmt.Fprintf(&b, " %s |", cell(g.values(runs, pi, mi, met.of)))
-			}
-			fmt.Fprintln(&b)
-		}
-		fmt.Fprintln(&b)
+		g.sweepTable(&b, met.title, names, func(pi, mi int) string { return cell(g.values(runs, pi, mi, met.of)) })
 	}
-	fmt.Fprintf(&b, "client updates (local trainings per run):\n\n|")
+	g.sweepTable(&b, "client updates (local trainings per run)", names, func(pi, mi int) string {
+		return updatesCell(g.values(runs, pi, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) }))
+	})
+	return b.String() + g.clientTables(runs)
+}
+
+// sweepTable writes one table of a sweep: a row per point (its values), a column per
+// member, each cell at(point, member), after the title and a blank line.
+func (g *grid) sweepTable(b *strings.Builder, title string, names []string, at func(pi, mi int) string) {
+	fmt.Fprintf(b, "%s:\n\n|", title)
 	for _, a := range g.cfg.Sweep {
-		fmt.Fprintf(&b, " %s |", a.Key)
+		fmt.Fprintf(b, " %s |", a.Key)
 	}
 	for _, n := range names {
-		fmt.Fprintf(&b, " %s |", n)
+		fmt.Fprintf(b, " %s |", n)
 	}
-	fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.cfg.Sweep)+len(names)))
+	fmt.Fprintf(b, "\n|%s\n", strings.Repeat("---|", len(g.cfg.Sweep)+len(names)))
 	for pi, p := range g.points {
-		fmt.Fprint(&b, "|")
+		fmt.Fprint(b, "|")
 		for _, v := range p.values {
-			fmt.Fprintf(&b, " %s |", v)
+			fmt.Fprintf(b, " %s |", v)
 		}
 		for mi := range names {
-			fmt.Fprintf(&b, " %s |", updatesCell(g.values(runs, pi, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) })))
+			fmt.Fprintf(b, " %s |", at(pi, mi))
 		}
-		fmt.Fprintln(&b)
+		fmt.Fprintln(b)
 	}
-	fmt.Fprintln(&b)
-	return b.String() + g.clientTables(runs)
+	fmt.Fprintln(b)
 }
 
 // numeric reads a sweep's values as numbers, or reports that one is not.

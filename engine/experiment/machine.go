@@ -33,21 +33,7 @@ func thisMachine(dev cuda.Device, resumed bool, workers int) Machine {
 	m := Machine{Started: time.Now().UTC().Truncate(time.Second), Resumed: resumed, OS: runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Go: runtime.Version(), Device: dev.String(), Workers: workers}
 	m.Host, _ = os.Hostname()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var modified bool
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				m.Revision = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if modified && m.Revision != "" {
-			m.Revision += "+modified"
-		}
-	}
-	if m.Revision == "" {
+	if m.Revision = BuildRevision(); m.Revision == "" {
 		m.Revision = "unknown: built without VCS stamping"
 	}
 	if info, err := cuda.Capabilities(); err == nil {
@@ -84,4 +70,28 @@ func readMachines(dir string) []Machine {
 		json.Unmarshal(b, &list)
 	}
 	return list
+}
+
+// BuildRevision is the VCS revision Go stamped into this binary ("+modified" when the
+// checkout had changes), or "" when the build was not stamped (outside a checkout, or
+// -buildvcs=false).
+func BuildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && rev != "" {
+		rev += "+modified"
+	}
+	return rev
 }
