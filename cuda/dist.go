@@ -79,6 +79,7 @@ func NewProcessGroup(cfg GroupConfig) (*ProcessGroup, error) {
 		err error
 	}
 	done := make(chan joined, 1)
+	start := time.Now()
 	go func() {
 		h, err := nativePGNew(cfg.Addr, cfg.Port, cfg.Rank, cfg.World, ms, cfg.Device, strings.Join(cfg.Interfaces, ","), cfg.Local)
 		done <- joined{h, err}
@@ -89,7 +90,8 @@ func NewProcessGroup(cfg GroupConfig) (*ProcessGroup, error) {
 	case j := <-done:
 		var e *Error
 		if errors.As(j.err, &e) && e.Code != CodeArgument {
-			return nil, &Error{Op: op, Code: e.Code, Msg: fmt.Sprintf("%s (joining waits at most %s)", e.Msg, timeout)}
+			return nil, &Error{Op: op, Code: e.Code, Msg: fmt.Sprintf("%s (gave up after %s; joining waits at most %s)",
+				e.Msg, time.Since(start).Round(10*time.Millisecond), timeout)}
 		}
 		if j.err != nil {
 			return nil, j.err
@@ -102,8 +104,8 @@ func NewProcessGroup(cfg GroupConfig) (*ProcessGroup, error) {
 				nativePGFree(j.h)
 			}
 		}()
-		return nil, errorf(op, CodeTimeout, "rank %d of %d did not finish joining %s within %s (no answer from the store there or from %s)",
-			cfg.Rank, cfg.World, hostPort(cfg.Addr, cfg.Port), timeout, peers(cfg.Rank, cfg.World))
+		return nil, errorf(op, CodeTimeout, "rank %d of %d did not finish joining %s within %s (no answer from the store there or from %s; gave up after %s)",
+			cfg.Rank, cfg.World, hostPort(cfg.Addr, cfg.Port), timeout, peers(cfg.Rank, cfg.World), time.Since(start).Round(10*time.Millisecond))
 	}
 }
 

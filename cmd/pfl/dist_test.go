@@ -227,16 +227,23 @@ func TestAcrossProcessesRefusesWhatItCannotSplit(t *testing.T) {
 }
 
 // TestJoiningIsBounded starts rank 0 of a group of 2, then rank 1 of another, whose other
-// rank never comes (rank 1 finds no store to connect to), and wants each to fail within
-// PFL_DIST_TIMEOUT and a few seconds, rank 0 naming the rank that did not join, both
-// naming the variable. Joining has several steps (the store, the wait for every rank,
-// Gloo's connections), each with a timeout of its own, which must not add up.
+// rank never comes (rank 1 finds no store to connect to), and wants each to fail after
+// PFL_DIST_TIMEOUT and a moment, rank 0 naming the rank that did not join, both naming
+// the variable. Joining has several steps (the store, the wait for every rank, Gloo's
+// connections), each with a timeout of its own, which must not add up. The bound is on
+// the join as the error reports it ("gave up after"), not on the process: starting the
+// process (loading libtorch, reading the data) takes seconds more on a loaded machine,
+// and is bounded only against a hang.
 func TestJoiningIsBounded(t *testing.T) {
 	out := t.TempDir()
 	cfg := writeDistConfig(t, out)
 	// Long enough that steps taking the timeout each (2.5 times it, as they did) exceed
-	// the bound below, which leaves a loaded machine seconds to start the process.
+	// the bound below by more than a scheduler's delays.
 	const timeout = 6 * time.Second
+	// the timeout, the 2 s the watchdog grants the native join beyond it, and a second
+	// of scheduling on a loaded machine
+	const joinBound = timeout + 3*time.Second
+	gaveUp := regexp.MustCompile(`gave up after ([0-9.]+m?s)`)
 	type ended struct {
 		r       pflResult
 		elapsed time.Duration
@@ -253,18 +260,27 @@ func TestJoiningIsBounded(t *testing.T) {
 		res[rank] = ended{r, time.Since(t0)}
 	}
 	for rank, e := range res {
-		t.Logf("rank %d alone: exit %d after %v", rank, e.r.code, e.elapsed.Round(time.Millisecond))
+		t.Logf("rank %d alone: exit %d after %v (%s)", rank, e.r.code, e.elapsed.Round(time.Millisecond), gaveUp.FindString(e.r.output))
 		want := "PFL_DIST_TIMEOUT=" + timeout.String()
 		if rank == 0 {
 			want = "rank 1 did not join"
 		}
-		switch bound := timeout + 6*time.Second; { // the start of the process, the timeout, the exit
+		m := gaveUp.FindStringSubmatch(e.r.output)
+		var joined time.Duration
+		if m != nil {
+			joined, _ = time.ParseDuration(m[1])
+		}
+		switch hang := timeout + time.Minute; {
 		case e.r.code != 1:
 			t.Errorf("rank %d alone: exit %d, want 1:\n%s", rank, e.r.code, e.r.output)
-		case e.elapsed > bound:
-			t.Errorf("rank %d alone: failed after %v, want at most %v:\n%s", rank, e.elapsed, bound, e.r.output)
+		case e.elapsed > hang:
+			t.Errorf("rank %d alone: the process ended after %v, want at most %v:\n%s", rank, e.elapsed, hang, e.r.output)
 		case !strings.Contains(e.r.output, want) || !strings.Contains(e.r.output, "PFL_DIST_TIMEOUT"):
 			t.Errorf("rank %d alone: the error does not say %q and name PFL_DIST_TIMEOUT:\n%s", rank, want, e.r.output)
+		case m == nil:
+			t.Errorf("rank %d alone: the error does not say how long joining took (\"gave up after\"):\n%s", rank, e.r.output)
+		case joined > joinBound || joined < timeout/2: // the native side keeps part of the timeout for its last step
+			t.Errorf("rank %d alone: joining gave up after %v, want about %v (at most %v):\n%s", rank, joined, timeout, joinBound, e.r.output)
 		}
 	}
 }
