@@ -3,18 +3,26 @@ package main
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 
+	"pfl/engine/experiment"
 	"pfl/engine/fl"
 )
 
-// algorithmsCmd lists the registered algorithms with what they are and where they come from.
+// algorithmsCmd lists the registered algorithms with what they are and where they come
+// from; given a name, it shows that algorithm's settings: every key it reads with its
+// default.
 func algorithmsCmd(args []string, out io.Writer) error {
 	fs := newFlags("algorithms", out)
 	markdown := fs.Bool("markdown", false, "print docs/algorithms.md's Markdown table")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args, 0, 1, "pfl algorithms [flags] [name]")
+	if err != nil {
 		return err
+	}
+	if len(pos) == 1 {
+		return algorithmSettings(out, pos[0])
 	}
 	if *markdown {
 		fmt.Fprint(out, algorithmTable())
@@ -44,13 +52,15 @@ func algorithmTable() string {
 }
 
 // settingKeys are the config keys an algorithm reads beside algorithm.name (its registry
-// entry's Keys, a section written as section.*), comma-separated; none when it reads none.
+// entry's Keys and own section, a section written as section.*), comma-separated; none
+// when it reads none.
 func settingKeys(a fl.Algorithm, none string) string {
-	if len(a.Keys) == 0 {
+	read := a.ReadKeys()
+	if len(read) == 0 {
 		return none
 	}
-	keys := make([]string, len(a.Keys))
-	for i, k := range a.Keys {
+	keys := make([]string, len(read))
+	for i, k := range read {
 		keys[i] = "algorithm." + k
 		if sectionKey(k) {
 			keys[i] += ".*"
@@ -67,4 +77,40 @@ func sectionKey(k string) bool {
 		}
 	}
 	return false
+}
+
+// algorithmSettings prints one algorithm: what it is, its paper, and every config key it
+// reads beside algorithm.name (shared keys and its own section) with its default, as
+// --print-config writes values (docs/config.md says what each means).
+func algorithmSettings(out io.Writer, name string) error {
+	a, err := fl.LookupAlgorithm(name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %s\nfrom: %s\n", a.Name, a.Summary, a.Paper)
+	def := experiment.DefaultConfig()
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	n := 0
+	walkConfig(func(key string, _ reflect.Type) {
+		k, ok := strings.CutPrefix(key, "algorithm.")
+		if !ok || !a.Reads(k) {
+			return
+		}
+		val, err := keyJSON(def, key)
+		if err != nil {
+			val = "?"
+		}
+		if val == "null" {
+			val = "unset (docs/config.md says what it follows)"
+		}
+		if n == 0 {
+			fmt.Fprintln(tw, "\nsetting\tdefault\t")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", key, val)
+		n++
+	})
+	if n == 0 {
+		fmt.Fprintln(tw, "settings: none beside algorithm.name")
+	}
+	return tw.Flush()
 }

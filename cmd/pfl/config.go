@@ -22,6 +22,7 @@ import (
 	"pfl/engine/data/fetch"
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
+	"pfl/engine/fl"
 )
 
 // setFlags collects repeatable --set key=value overrides.
@@ -173,10 +174,7 @@ func loadConfigSources(path string, sets []string) (experiment.Config, map[strin
 		experiment.Config `mapstructure:",squash"`
 		Sweep             any `mapstructure:"sweep"`
 	}{Config: experiment.DefaultConfig()}
-	err = v.Unmarshal(&in, func(dc *mapstructure.DecoderConfig) {
-		dc.ErrorUnused = true // a misspelt key is an error, not a silent default
-	})
-	if err != nil {
+	if err := decodeConfig(v.AllSettings(), &in); err != nil {
 		return experiment.Config{}, nil, fmt.Errorf("config (%s): %w", where, err)
 	}
 	cfg := in.Config
@@ -216,6 +214,70 @@ func loadConfigSources(path string, sets []string) (experiment.Config, map[strin
 		}
 	}
 	return cfg, sources, nil
+}
+
+// decodeConfig decodes all (viper's settings: nested maps of typed values) into out, a
+// struct that squashes experiment.Config, over its values: the algorithm's own sections
+// (algorithm.pfedme, …), which the registry declares, each into its type, the rest as
+// viper decodes it. An unknown key is an error, not a silent default.
+func decodeConfig(all map[string]any, out any) error {
+	own := map[string]any{}
+	if alg, ok := all["algorithm"].(map[string]any); ok {
+		rest := map[string]any{}
+		for k, val := range alg {
+			if _, isOwn := fl.OwnDefault(k); isOwn {
+				own[k] = val
+				continue
+			}
+			rest[k] = val
+		}
+		all["algorithm"] = rest
+	}
+	if err := decodeStrictly(all, out); err != nil {
+		return err
+	}
+	settings := reflect.ValueOf(out).Elem().FieldByName("Config").Addr().Interface().(*experiment.Config)
+	for _, k := range slices.Sorted(maps.Keys(own)) {
+		// decoded inside a struct shaped {algorithm: {k: section}}, so that an error names
+		// the key as a whole config's would (algorithm.pfedme.lamda)
+		cur := reflect.ValueOf(settings.Algorithm.Section(k))
+		inner := reflect.StructOf([]reflect.StructField{{Name: "Section", Type: cur.Type(), Tag: reflect.StructTag(`mapstructure:"` + k + `"`)}})
+		outer := reflect.StructOf([]reflect.StructField{{Name: "Algorithm", Type: inner, Tag: `mapstructure:"algorithm"`}})
+		v := reflect.New(outer)
+		sec := v.Elem().Field(0).Field(0)
+		sec.Set(cur)
+		if err := decodeStrictly(map[string]any{"algorithm": map[string]any{k: own[k]}}, v.Interface()); err != nil {
+			return err
+		}
+		if err := settings.Algorithm.SetSection(k, sec.Interface().(fl.Section)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeStrictly decodes in into out as viper's Unmarshal does (its weak typing and
+// hooks), refusing unknown keys.
+func decodeStrictly(in, out any) error {
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result: out, WeaklyTypedInput: true, ErrorUnused: true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), stringToList),
+	})
+	if err != nil {
+		return err
+	}
+	return dec.Decode(in)
+}
+
+// stringToList is viper's decoding of a string into a list: split at commas, "" empty.
+func stringToList(f, t reflect.Type, data any) (any, error) {
+	if f.Kind() != reflect.String || t.Kind() != reflect.Slice {
+		return data, nil
+	}
+	if data.(string) == "" {
+		return []string{}, nil
+	}
+	return strings.Split(data.(string), ","), nil
 }
 
 // The sources of config values, in the order they apply.
@@ -571,15 +633,42 @@ func configFields() map[string]reflect.Type {
 
 // clearKey sets the optional key (a pointer field) of cfg to nil.
 func clearKey(cfg *experiment.Config, key string) {
+	if sec, rest, ok := ownKey(key); ok {
+		v := reflect.New(reflect.TypeOf(cfg.Algorithm.Section(sec)))
+		v.Elem().Set(reflect.ValueOf(cfg.Algorithm.Section(sec)))
+		if f, ok := configField(v.Elem(), rest); ok && f.Kind() == reflect.Pointer {
+			f.SetZero()
+			_ = cfg.Algorithm.SetSection(sec, v.Elem().Interface().(fl.Section)) // of the section's own type
+		}
+		return
+	}
 	if v, ok := configField(reflect.ValueOf(cfg).Elem(), key); ok && v.Kind() == reflect.Pointer {
 		v.SetZero()
 	}
 }
 
+// ownKey splits a key of an algorithm's own section (algorithm.pfedme.lambda) into the
+// section (pfedme) and the key in it (lambda).
+func ownKey(key string) (section, rest string, ok bool) {
+	after, isAlg := strings.CutPrefix(key, "algorithm.")
+	section, rest, dotted := strings.Cut(after, ".")
+	if _, isOwn := fl.OwnDefault(section); !isAlg || !dotted || !isOwn {
+		return "", "", false
+	}
+	return section, rest, true
+}
+
 // configField is the field of the config value v (an experiment.Config) at key, found by
-// the fields' mapstructure names.
+// the fields' mapstructure names; in an algorithm's own section, a copy of the field (the
+// sections are values: fl.Settings.SetSection writes them).
 func configField(v reflect.Value, key string) (reflect.Value, bool) {
 	for _, part := range strings.Split(key, ".") {
+		if s, ok := v.Interface().(fl.Settings); ok {
+			if _, isOwn := fl.OwnDefault(part); isOwn {
+				v = reflect.ValueOf(s.Section(part))
+				continue
+			}
+		}
 		found := false
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).Tag.Get("mapstructure") == part {
@@ -599,8 +688,9 @@ func walkConfig(visit func(key string, t reflect.Type)) {
 	walkConfigFields(func(key string, _ reflect.Type, f reflect.StructField) { visit(key, f.Type) })
 }
 
-// walkConfigFields calls visit with every key of experiment.Config, in declaration order,
-// with the struct type that declares its field and the field.
+// walkConfigFields calls visit with every key of experiment.Config, in declaration order
+// (the algorithms' own sections after the algorithm section's fields, in the registry's
+// order), with the struct type that declares its field and the field.
 func walkConfigFields(visit func(key string, owner reflect.Type, f reflect.StructField)) {
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
@@ -615,6 +705,12 @@ func walkConfigFields(visit func(key string, owner reflect.Type, f reflect.Struc
 				continue
 			}
 			visit(prefix+name, t, f)
+		}
+		if t == reflect.TypeOf(fl.Settings{}) { // the algorithms' own sections, from the registry
+			for _, k := range fl.OwnKeys() {
+				def, _ := fl.OwnDefault(k)
+				walk(prefix+k+".", reflect.TypeOf(def))
+			}
 		}
 	}
 	walk("", reflect.TypeOf(experiment.Config{}))

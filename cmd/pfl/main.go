@@ -40,7 +40,7 @@ var commands = []command{
 	{"doctor", "describe the native library, libtorch, CUDA devices and threads", doctor},
 	{"smoke", "train a small MLP on synthetic data end to end", smokeCmd},
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
-	{"algorithms", "list the federated algorithms: what each does and its paper", algorithmsCmd},
+	{"algorithms", "list the federated algorithms: what each does and its paper (with a name: its settings and their defaults)", algorithmsCmd},
 	{"configs", "list the built-in configs (pfl train -c NAME runs one from any directory)", configsCmd},
 	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},

@@ -18,6 +18,9 @@ func filled(c Config) Config {
 func fill(dst, def reflect.Value) {
 	for i := 0; i < dst.NumField(); i++ {
 		f, g := dst.Field(i), def.Field(i)
+		if !f.CanSet() {
+			continue // the algorithm's own sections: a section not set is at its default
+		}
 		if f.Kind() == reflect.Struct {
 			fill(f, g)
 			continue

@@ -76,11 +76,11 @@ func TestPFedHNSuite(t *testing.T) {
 				t.Errorf("%s: the checkpoint lacks %s", name, head)
 			}
 		}
-		if name == "pfedhn" && (resolved.Algorithm.PFedHN.InnerSteps != 50 || resolved.Algorithm.PFedHN.Clip != 50) {
-			t.Errorf("pfedhn's config.json: %+v", resolved.Algorithm.PFedHN)
+		if name == "pfedhn" && (fl.Own[fl.PFedHNConfig](resolved.Algorithm).InnerSteps != 50 || fl.Own[fl.PFedHNConfig](resolved.Algorithm).Clip != 50) {
+			t.Errorf("pfedhn's config.json: %+v", fl.Own[fl.PFedHNConfig](resolved.Algorithm))
 		}
-		if name == "pfedhn-fedtp" && (resolved.Algorithm.PFedHN.InnerSteps != 0 || *resolved.Algorithm.Hyper.Hidden != 24) {
-			t.Errorf("pfedhn-fedtp's config.json: %+v, %+v", resolved.Algorithm.PFedHN, resolved.Algorithm.Hyper)
+		if name == "pfedhn-fedtp" && (fl.Own[fl.PFedHNConfig](resolved.Algorithm).InnerSteps != 0 || *resolved.Algorithm.Hyper.Hidden != 24) {
+			t.Errorf("pfedhn-fedtp's config.json: %+v, %+v", fl.Own[fl.PFedHNConfig](resolved.Algorithm), resolved.Algorithm.Hyper)
 		}
 	}
 }
@@ -106,7 +106,7 @@ func TestPFedHNConfig(t *testing.T) {
 	}
 	p = strat(func(a *AlgorithmConfig) {
 		a.Hyper.Embed, a.Hyper.Hidden, a.Hyper.Rank = ptr(int64(128)), ptr(int64(150)), ptr(int64(0))
-		a.PFedHN = PFedHNConfig{}
+		fl.EditOwn(a, func(o *fl.PFedHNConfig) { *o = PFedHNConfig{} })
 	}).(*fl.PFedHN)
 	if p.Hyper.Hidden != 150 || p.Hyper.Embed != 128 || p.Hyper.Rank != 0 || p.InnerSteps != 0 || p.Clip != 0 || p.Hyper.Clip != 0 {
 		t.Errorf("pfedhn as FedTP's baseline: %+v, %+v", p.Hyper, p.PFedHNConfig)
@@ -119,9 +119,9 @@ func TestPFedHNConfig(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		{func(c *Config) { c.Algorithm.PFedHN.InnerSteps = -1 }, "algorithm.pfedhn.inner_steps"},
-		{func(c *Config) { c.Algorithm.PFedHN.Clip = -1 }, "algorithm.pfedhn.clip"},
-		{func(c *Config) { c.Algorithm.PFedHN.Clip = math.NaN() }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.Clip = -1 }) }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.Clip = math.NaN() }) }, "algorithm.pfedhn.clip"},
 		{func(c *Config) { c.Algorithm.Hyper.Embed = ptr(int64(0)) }, "algorithm.hyper.embed"},
 		{func(c *Config) { c.Algorithm.Hyper.Hidden = ptr(int64(-3)) }, "algorithm.hyper.hidden"},
 		{func(c *Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},

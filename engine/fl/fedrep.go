@@ -27,9 +27,9 @@ func (c FedRepConfig) Validate() error {
 }
 
 // checkFedRep is fedrep's check across keys (its registry entry): both phases must train.
-func checkFedRep(s Settings, epochs int) error {
-	if s.FedRep.RepEpochs >= epochs {
-		return fmt.Errorf("algorithm.fedrep.rep_epochs: %d, but train.epochs is %d: fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs body epochs; want rep_epochs < train.epochs", s.FedRep.RepEpochs, epochs)
+func checkFedRep(_ Settings, own Section, epochs int) error {
+	if c := own.(FedRepConfig); c.RepEpochs >= epochs {
+		return fmt.Errorf("algorithm.fedrep.rep_epochs: %d, but train.epochs is %d: fedrep trains train.epochs − rep_epochs head epochs, then rep_epochs body epochs; want rep_epochs < train.epochs", c.RepEpochs, epochs)
 	}
 	return nil
 }

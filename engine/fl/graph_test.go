@@ -59,7 +59,7 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 		{"fedtp", func() Strategy { return &FedTP{Hyper: smallHyper()} }, 1},
 		// K steps cut from several epochs, and the per-client clipping inside the captured step
 		{"pfedhn", func() Strategy {
-			return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 5, Clip: 1}})
+			return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 5, Clip: 1}})
 		}, 1},
 		{"fedrep", func() Strategy { return FedRep{FedRepConfig{RepEpochs: 1}} }, 2},
 		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside

@@ -46,7 +46,7 @@ func TestFineTuneNovel(t *testing.T) {
 	}
 	lowRank := func() Strategy { return transFed(Options{Hyper: smallHyper(), Rank: rankOf(2)}) }
 	pfedhn := func() Strategy {
-		return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 3, Clip: 50}})
+		return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 3, Clip: 50}})
 	}
 	cases := []struct {
 		strat func() Strategy
@@ -181,7 +181,7 @@ func TestTuneGeneratorIsGradientDescent(t *testing.T) {
 	n := len(st.fed.Part.Train[c])
 	strategies := map[string]func() generator{
 		"fedtp":  func() generator { return &FedTP{Hyper: smallHyper()} },
-		"pfedhn": func() generator { return pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: 2}}) },
+		"pfedhn": func() generator { return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 2}}) },
 	}
 	for _, name := range []string{"fedtp", "pfedhn"} {
 		for _, mode := range []string{TuneEmbedding, TuneHypernetwork} {

@@ -96,7 +96,9 @@ func (c PFedGPConfig) settings() PFedGPSettings {
 
 // checkPFedGPIP is pfedgp-ip's check across keys (its registry entry): the inducing-point
 // variant trains the predictive objective only.
-func checkPFedGPIP(s Settings, _ int) error { return predictiveOnly(s.PFedGP.Objective) }
+func checkPFedGPIP(_ Settings, own Section, _ int) error {
+	return predictiveOnly(own.(PFedGPSettings).Objective)
+}
 
 func predictiveOnly(objective string) error {
 	if objective != "predictive" {

@@ -38,7 +38,7 @@ func (c PFedHNConfig) Validate() error {
 
 // checkPFedHN is pfedhn's check across keys (its registry entry): it generates every
 // trainable parameter, so algorithm.generate has nothing to choose.
-func checkPFedHN(s Settings, _ int) error {
+func checkPFedHN(s Settings, _ Section, _ int) error {
 	if s.Generate != nil {
 		return fmt.Errorf("algorithm.generate: set, but algorithm pfedhn generates every trainable parameter; remove it")
 	}
@@ -119,7 +119,7 @@ func PFedHNEmbed(n int) int64 { return int64(1 + n/4) }
 // width, the automatic embedding width), the rank RankAuto unless set, and
 // algorithm.pfedhn's steps and clip.
 func pFedHN(o Options) *PFedHN {
-	p := &PFedHN{FedTP: FedTP{All: true, Hyper: o.Hyper}, PFedHNConfig: o.PFedHN}
+	p := &PFedHN{FedTP: FedTP{All: true, Hyper: o.Hyper}, PFedHNConfig: ownOf[PFedHNConfig](o)}
 	if p.Hyper.Hidden == 0 {
 		p.Hyper.Hidden = pFedHNHidden
 	}

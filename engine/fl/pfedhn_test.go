@@ -55,7 +55,7 @@ func TestPFedHNServerUpdateIsTheWeightedJacobianProduct(t *testing.T) {
 		rank  int64
 	}{{"vit-full", microViT, 0}, {"convnet-bn-rank-2", microConvNet, 2}} {
 		t.Run(c.name, func(t *testing.T) {
-			rec := &recordedPFedHN{PFedHN: pFedHN(Options{Rank: rankOf(c.rank), PFedHN: PFedHNConfig{InnerSteps: 3, Clip: 50},
+			rec := &recordedPFedHN{PFedHN: pFedHN(Options{Rank: rankOf(c.rank), Own: PFedHNConfig{InnerSteps: 3, Clip: 50},
 				Hyper: hyper.Config{Embed: 3, Hidden: 3, Layers: 2, LR: 1, Momentum: -1, WeightDecay: -1}})}
 			r, err := New(cfg, rec, st.fed, st.train, st.test, c.build)
 			if err != nil {
@@ -102,10 +102,10 @@ func TestPFedHNStackedEqualsSequential(t *testing.T) {
 		strat func() Strategy
 		build Builder
 	}{
-		{"steps-clip", func() Strategy { return pFedHN(Options{Hyper: small, PFedHN: PFedHNConfig{InnerSteps: 7, Clip: 0.5}}) }, convnetAs(16, 1, 4, true, cuda.Float64)},
+		{"steps-clip", func() Strategy { return pFedHN(Options{Hyper: small, Own: PFedHNConfig{InnerSteps: 7, Clip: 0.5}}) }, convnetAs(16, 1, 4, true, cuda.Float64)},
 		{"epochs", func() Strategy { return pFedHN(Options{Hyper: small}) }, smallViT},
 		{"rank-2", func() Strategy {
-			return pFedHN(Options{Hyper: small, Rank: rankOf(2), PFedHN: PFedHNConfig{InnerSteps: 4, Clip: 50}})
+			return pFedHN(Options{Hyper: small, Rank: rankOf(2), Own: PFedHNConfig{InnerSteps: 4, Clip: 50}})
 		}, smallViT},
 	} {
 		t.Run(c.name, func(t *testing.T) { checkStackedEqualsSequential(t, st, cfg, c.strat, c.build) })
@@ -149,7 +149,7 @@ func TestPFedHNTakesKSteps(t *testing.T) {
 	if slices.Min(sizes) >= k*batch || slices.Max(sizes) <= k*batch {
 		t.Fatalf("client sizes %v do not straddle %d steps of %d", sizes, k, batch)
 	}
-	c := &countedPFedHN{PFedHN: pFedHN(Options{Hyper: smallHyper(), PFedHN: PFedHNConfig{InnerSteps: k}})}
+	c := &countedPFedHN{PFedHN: pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: k}})}
 	cfg := Config{Rounds: 2, PerRound: 5, Batch: batch, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
 	r, err := New(cfg, c, st.fed, st.train, st.test, quietViT)
 	if err != nil {
@@ -197,7 +197,7 @@ func TestPFedHNDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := a.New(Options{Hyper: hyper.Config{LR: 0.02}, PFedHN: PFedHNConfig{InnerSteps: 50, Clip: 50}}).(*PFedHN)
+	p := a.New(Options{Hyper: hyper.Config{LR: 0.02}, Own: PFedHNConfig{InnerSteps: 50, Clip: 50}}).(*PFedHN)
 	if p.Name() != "pfedhn" || p.Hyper.Hidden != 100 || p.Hyper.Embed != 0 || p.Hyper.Rank != hyper.RankAuto || p.Hyper.Clip != 50 || p.InnerSteps != 50 {
 		t.Errorf("pfedhn defaults: %+v, %+v", p.Hyper, p.PFedHNConfig)
 	}
@@ -211,7 +211,7 @@ func TestPFedHNDefaults(t *testing.T) {
 	}
 
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 9, Seed: 1})
-	q := pFedHN(Options{Hyper: hyper.Config{Hidden: 5}, PFedHN: PFedHNConfig{InnerSteps: 2, Clip: 3}})
+	q := pFedHN(Options{Hyper: hyper.Config{Hidden: 5}, Own: PFedHNConfig{InnerSteps: 2, Clip: 3}})
 	r, err := New(Config{Rounds: 1, PerRound: 2, Batch: 16, Seed: 1, Device: cuda.CPU, DType: cuda.Float64}, q, st.fed, st.train, st.test, convnetAs(16, 1, 4, true, cuda.Float64))
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func ones(n int) []int64 {
 func TestPFedHNRefuses(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
 	for _, c := range []PFedHNConfig{{InnerSteps: -1}, {Clip: -1}} {
-		_, err := New(Config{Rounds: 1, PerRound: 2, Seed: 1, Device: cuda.CPU, DType: cuda.Float64}, pFedHN(Options{PFedHN: c}), st.fed, st.train, st.test, microViT)
+		_, err := New(Config{Rounds: 1, PerRound: 2, Seed: 1, Device: cuda.CPU, DType: cuda.Float64}, pFedHN(Options{Own: c}), st.fed, st.train, st.test, microViT)
 		if err == nil {
 			t.Errorf("%+v accepted", c)
 		}

@@ -58,6 +58,15 @@ func (c PFedMeSettings) Validate() error {
 	return k.Err()
 }
 
+// WithLR makes an unset PersonalLR follow the run's learning rate lr (train.lr), as the
+// official code's single --lr (FollowsLR).
+func (c PFedMeSettings) WithLR(lr float64) Section {
+	if c.PersonalLR == nil {
+		c.PersonalLR = &lr
+	}
+	return c
+}
+
 // config is the setting the algorithm runs with; an unset PersonalLR is 0 here (Settings.Resolve
 // fills it with train.lr first).
 func (c PFedMeSettings) config() PFedMeConfig {

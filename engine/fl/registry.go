@@ -2,6 +2,8 @@ package fl
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,18 +14,13 @@ import (
 // Options are the algorithm settings a config can give; each algorithm reads those it
 // documents and ignores the rest.
 type Options struct {
-	Mu           float64         // FedProx's proximal weight
-	PlainSoftmax bool            // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
-	Generate     []model.Role    // FedTP, TransFed: the generated roles; nil: the algorithm's
-	Hyper        hyper.Config    // FedTP, TransFed, pFedHN: the hypernetwork and its optimizer (zero sizes: the algorithm's)
-	KNN          KNN             // FedTP+KNN: the neighbours' vote
-	FedRep       FedRepConfig    // FedRep's body epochs per round
-	Ditto        DittoConfig     // Ditto's λ
-	APFL         APFLConfig      // APFL's initial mixing weight α
-	PerFedAvg    PerFedAvgConfig // Per-FedAvg's step sizes and variant
-	PFedMe       PFedMeConfig    // pFedMe's λ, inner steps, personal learning rate and β
-	PFedHN       PFedHNConfig    // pFedHN's local steps per round and gradient-norm clip
-	PFedGP       PFedGPConfig    // pFedGP's embedding, kernel, Gibbs sampling and objective
+	Mu           float64      // FedProx's proximal weight
+	PlainSoftmax bool         // FedRoD: plain cross-entropy on the generic head instead of the balanced softmax
+	Generate     []model.Role // FedTP, TransFed: the generated roles; nil: the algorithm's
+	Hyper        hyper.Config // FedTP, TransFed, pFedHN: the hypernetwork and its optimizer (zero sizes: the algorithm's)
+	// Own is the algorithm's own section (Algorithm.Own: FedRep's, pFedMe's, …), validated
+	// and resolved, of the type of its registry default; nil for an algorithm without one.
+	Own Section
 	// Rank, when set, replaces Hyper.Rank (algorithm.hyper.rank); nil leaves Hyper.Rank,
 	// whose zero means the algorithm's default: fedtp full heads, transfed and pfedhn
 	// hyper.RankAuto.
@@ -44,11 +41,14 @@ type Algorithm struct {
 	Summary string // one line
 	Paper   string // the paper (and section) it implements
 	New     func(o Options) Strategy
-	// Keys are the algorithm.* keys it reads beside name: a key ("mu", "local_roles") or a
-	// section ("hyper", "pfedme": every key under it). `pfl algorithms` lists them, and
-	// the keys only some algorithms read (local_roles, local_blocks, local_clients) are
-	// refused for the others.
+	// Keys are the shared algorithm.* keys it reads beside name and its own section: a key
+	// ("mu", "local_roles") or a section ("hyper": every key under it). `pfl algorithms`
+	// lists them, and the keys only some algorithms read (local_roles, local_blocks,
+	// local_clients) are refused for the others.
 	Keys []string
+	// Own is its own section (algorithm.<Own.Key>), its type and defaults; zero: none.
+	// Settings decode, default, validate, write and document it from this line alone.
+	Own OwnSection
 	// PlugIn is the model plug-in it adds with its own defaults when the model has none
 	// (its Shaper); a plug-in given for any other algorithm must be complete on its own.
 	PlugIn ModelPlugIn
@@ -57,8 +57,9 @@ type Algorithm struct {
 	// listed parts (partial); zero: the algorithm's own choice.
 	Keeps Keep
 	// Check is the algorithm's own check across keys (fedrep's epochs, partial's parts),
-	// naming the key it refuses; epochs is train.epochs. Nil: none.
-	Check func(s Settings, epochs int) error
+	// naming the key it refuses; own is its own section (nil without one), epochs is
+	// train.epochs. Nil: none.
+	Check func(s Settings, own Section, epochs int) error
 }
 
 // The keys only some algorithms read (Algorithm.Keys).
@@ -68,14 +69,24 @@ const (
 	KeyLocalClients = "local_clients"
 )
 
-// Reads reports whether the algorithm reads key, listed itself or under a listed section.
+// Reads reports whether the algorithm reads key, listed itself or under a listed section
+// or its own.
 func (a Algorithm) Reads(key string) bool {
-	for _, k := range a.Keys {
+	for _, k := range a.ReadKeys() {
 		if k == key || strings.HasPrefix(key, k+".") {
 			return true
 		}
 	}
 	return false
+}
+
+// ReadKeys are the algorithm.* keys and sections it reads beside name: Keys, then its own
+// section's key.
+func (a Algorithm) ReadKeys() []string {
+	if a.Own.Key == "" {
+		return a.Keys
+	}
+	return append(append([]string(nil), a.Keys...), a.Own.Key)
 }
 
 // ModelPlugIn is a model plug-in an algorithm adds with its own defaults.
@@ -130,7 +141,7 @@ var registry = []Algorithm{
 	}, Keys: []string{KeyLocalClients}, Keeps: KeepEverything},
 	{Name: "fedper", Summary: "the head stays with its client; the rest is averaged", Paper: "Arivazhagan et al., 2019, §3", New: func(Options) Strategy { return FedPer() }},
 	{Name: "fedbn", Summary: "normalization layers and their statistics stay local", Paper: "Li et al., ICLR 2021, Alg. 1", New: func(Options) Strategy { return FedBN() }},
-	{Name: "fedrep", Summary: "local head epochs, then body epochs; the body is averaged", Paper: "Collins et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return FedRep{o.FedRep} }, Keys: []string{"fedrep"}, Check: checkFedRep},
+	{Name: "fedrep", Summary: "local head epochs, then body epochs; the body is averaged", Paper: "Collins et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return FedRep{ownOf[FedRepConfig](o)} }, Own: OwnSection{"fedrep", FedRepConfig{}.Default()}, Check: checkFedRep},
 	{Name: "fedbabu", Summary: "the head stays at its initialization; fine-tuned before evaluation", Paper: "Oh et al., ICLR 2022, §3", New: func(Options) Strategy { return FedBABU{FineTuneSteps: 1} }},
 	{Name: "vanilla-t", Summary: "attention Q/K/V stay local, everything else is averaged", Paper: "FedTP §III-B, Table II \"Vanilla Personalized-T\"", New: func(Options) Strategy { return VanillaPersonalizedT() }},
 	{Name: "vanilla-attn", Summary: "all attention layers and the head stay local", Paper: "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", New: func(Options) Strategy { return VanillaAttention() }},
@@ -156,18 +167,57 @@ var registry = []Algorithm{
 	}, Keys: []string{"generate", "hyper"}},
 	{Name: "fedtp-knn", Summary: "FedTP whose evaluation mixes in a nearest-neighbour vote", Paper: "FedTP §IV-B.6, Table VI \"FedTP+KNN\"", New: func(o Options) Strategy {
 		f := fedTP(o)
-		f.KNN = o.KNN
+		f.KNN = ownOf[KNN](o)
 		return f
-	}, Keys: []string{"generate", "hyper", "knn"}},
-	{Name: "ditto", Summary: "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", Paper: "Li et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return &Ditto{DittoConfig: o.Ditto} }, Keys: []string{"ditto"}},
-	{Name: "apfl", Summary: "a local model mixed with the global one, α v + (1 − α) w, α learned per client", Paper: "Deng et al., arXiv:2003.13461, 2020, Alg. 1", New: func(o Options) Strategy { return &APFL{APFLConfig: o.APFL} }, Keys: []string{"apfl"}},
-	{Name: "perfedavg", Summary: "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", Paper: "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", New: func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: o.PerFedAvg} }, Keys: []string{"perfedavg"}},
-	{Name: "pfedme", Summary: "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", Paper: "Dinh et al., NeurIPS 2020, Alg. 1", New: func(o Options) Strategy { return &PFedMe{PFedMeConfig: o.PFedMe} }, Keys: []string{"pfedme"}},
-	{Name: "pfedgp", Summary: "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", Paper: "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", New: func(o Options) Strategy { return &PFedGP{PFedGPConfig: o.PFedGP} }, Keys: []string{"pfedgp"}},
-	{Name: "pfedgp-ip", Summary: "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", Paper: "Achituve et al., NeurIPS 2021, pFedGP-IP-data", New: func(o Options) Strategy { return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: o.PFedGP}} }, Keys: []string{"pfedgp"}, Check: checkPFedGPIP},
+	}, Keys: []string{"generate", "hyper"}, Own: OwnSection{"knn", KNN{}.Default()}},
+	{Name: "ditto", Summary: "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", Paper: "Li et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return &Ditto{DittoConfig: ownOf[DittoConfig](o)} }, Own: OwnSection{"ditto", DittoConfig{}.Default()}},
+	{Name: "apfl", Summary: "a local model mixed with the global one, α v + (1 − α) w, α learned per client", Paper: "Deng et al., arXiv:2003.13461, 2020, Alg. 1", New: func(o Options) Strategy { return &APFL{APFLConfig: ownOf[APFLConfig](o)} }, Own: OwnSection{"apfl", APFLConfig{}.Default()}},
+	{Name: "perfedavg", Summary: "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", Paper: "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", New: func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: ownOf[PerFedAvgSettings](o).config()} }, Own: OwnSection{"perfedavg", PerFedAvgSettings{}.Default()}},
+	{Name: "pfedme", Summary: "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", Paper: "Dinh et al., NeurIPS 2020, Alg. 1", New: func(o Options) Strategy { return &PFedMe{PFedMeConfig: ownOf[PFedMeSettings](o).config()} }, Own: OwnSection{"pfedme", PFedMeSettings{}.Default()}},
+	{Name: "pfedgp", Summary: "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", Paper: "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", New: func(o Options) Strategy { return &PFedGP{PFedGPConfig: ownOf[PFedGPSettings](o).config()} }, Own: OwnSection{"pfedgp", PFedGPSettings{}.Default()}},
+	{Name: "pfedgp-ip", Summary: "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", Paper: "Achituve et al., NeurIPS 2021, pFedGP-IP-data", New: func(o Options) Strategy {
+		return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: ownOf[PFedGPSettings](o).config()}}
+	}, Own: OwnSection{"pfedgp", PFedGPSettings{}.Default()}, Check: checkPFedGPIP},
 	{Name: "transfed", Summary: "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", Paper: "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", New: func(o Options) Strategy { return transFed(o) }, Keys: []string{"generate", "hyper"}},
-	{Name: "pfedhn", Summary: "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", Paper: "Shamsian et al., ICML 2021, §3, Alg. 1", New: func(o Options) Strategy { return pFedHN(o) }, Keys: []string{"hyper", "pfedhn"}, Check: checkPFedHN},
+	{Name: "pfedhn", Summary: "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", Paper: "Shamsian et al., ICML 2021, §3, Alg. 1", New: func(o Options) Strategy { return pFedHN(o) }, Keys: []string{"hyper"}, Own: OwnSection{"pfedhn", PFedHNConfig{}.Default()}, Check: checkPFedHN},
 	{Name: "vanilla-c-t", Summary: "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", Paper: "TransFed §3.2, Table 2 \"Vanilla-T\"", New: func(Options) Strategy { return VanillaCustomizedT() }},
+}
+
+// Register adds an algorithm to the registry, as its line in registry above would: for an
+// algorithm kept outside this package (a program's, or a test's). Its name must be new,
+// its own section's key new or of the same type as the algorithms that share it.
+func Register(a Algorithm) error {
+	if a.Name == "" || a.New == nil {
+		return fmt.Errorf("fl: an algorithm needs a name and New")
+	}
+	if _, err := LookupAlgorithm(a.Name); err == nil {
+		return fmt.Errorf("fl: algorithm %s is registered already", a.Name)
+	}
+	if a.Own.Key != "" {
+		if a.Own.Default == nil {
+			return fmt.Errorf("fl: algorithm %s: own section %s has no default", a.Name, a.Own.Key)
+		}
+		if def, ok := OwnDefault(a.Own.Key); ok && reflect.TypeOf(def) != reflect.TypeOf(a.Own.Default) {
+			return fmt.Errorf("fl: algorithm %s: section %s is a %T already", a.Name, a.Own.Key, def)
+		}
+		if strings.ContainsAny(a.Own.Key, ". ") || slices.Contains(sharedKeys(), a.Own.Key) {
+			return fmt.Errorf("fl: algorithm %s: own section key %q is not a new word (shared keys: %s)", a.Name, a.Own.Key, strings.Join(sharedKeys(), ", "))
+		}
+	}
+	registry = append(registry, a)
+	return nil
+}
+
+// sharedKeys are the keys of Settings' own fields (name, mu, hyper, …).
+func sharedKeys() []string {
+	var keys []string
+	t := reflect.TypeOf(Settings{})
+	for i := 0; i < t.NumField(); i++ {
+		if k := t.Field(i).Tag.Get("mapstructure"); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func fedTP(o Options) *FedTP {

@@ -11,10 +11,10 @@ import (
 
 // Settings are a config's algorithm keys (algorithm.*), as YAML and config.json spell
 // them: the algorithm's name, the keys several algorithms share (the hypernetwork, the
-// parts kept local), and one section per algorithm with settings of its own, whose type
-// lives in the algorithm's file with its Default and Validate. The registry entry of an
-// algorithm says which of these keys it reads (Algorithm.Keys). engine/experiment embeds
-// Settings as its algorithm section.
+// parts kept local), and the sections algorithms own (Section: a type in the algorithm's
+// file, its defaults in the algorithm's registry line). The registry entry of an
+// algorithm says which of these keys it reads (Algorithm.Keys, Algorithm.Own).
+// engine/experiment embeds Settings as its algorithm section.
 type Settings struct {
 	Name string `mapstructure:"name" json:"name"` // an algorithm from `pfl algorithms`; default fedavg
 	// Mu is FedProx's proximal weight μ; default 1, the official FedTP code's --mu (the
@@ -43,36 +43,34 @@ type Settings struct {
 	// every other algorithm). Unset: all. Other algorithms refuse it.
 	LocalClients string        `mapstructure:"local_clients" json:"local_clients"`
 	Hyper        HyperSettings `mapstructure:"hyper" json:"hyper"`
-	KNN          KNN           `mapstructure:"knn" json:"knn"`
-	FedRep       FedRepConfig  `mapstructure:"fedrep" json:"fedrep"`
-	Ditto        DittoConfig   `mapstructure:"ditto" json:"ditto"`
-	APFL         APFLConfig    `mapstructure:"apfl" json:"apfl"`
-	// PerFedAvg is Per-FedAvg's setting (train.lr is not used: α and β are its step sizes).
-	PerFedAvg PerFedAvgSettings `mapstructure:"perfedavg" json:"perfedavg"`
-	PFedMe    PFedMeSettings    `mapstructure:"pfedme" json:"pfedme"`
-	PFedHN    PFedHNConfig      `mapstructure:"pfedhn" json:"pfedhn"`
-	PFedGP    PFedGPSettings    `mapstructure:"pfedgp" json:"pfedgp"`
+	// own holds the own sections a config set (algorithm.fedrep, algorithm.pfedme, …:
+	// Algorithm.Own), by key; a section it does not hold is at the registry's default.
+	// Section reads them and SetSection writes them (copying on write: Settings are
+	// values); JSON reads and writes them beside the fields above (own.go).
+	own map[string]Section
 }
 
-// DefaultSettings are the documented defaults: fedavg, with every algorithm's own section
-// at its Default. algorithm.hyper.lr and pfedme.personal_lr are left unset: they follow
+// DefaultSettings are the documented defaults: fedavg, and every own section at its
+// registry default. algorithm.hyper.lr and pfedme.personal_lr are left unset: they follow
 // train.lr (Resolve); algorithm.hyper.embed, .hidden and .rank are left unset: the
 // algorithm chooses.
 func DefaultSettings() Settings {
-	return Settings{Name: "fedavg", Mu: 1, GenericLoss: "balanced",
-		Hyper: HyperSettings{}.Default(), KNN: KNN{}.Default(), FedRep: FedRepConfig{}.Default(),
-		Ditto: DittoConfig{}.Default(), APFL: APFLConfig{}.Default(), PerFedAvg: PerFedAvgSettings{}.Default(),
-		PFedMe: PFedMeSettings{}.Default(), PFedHN: PFedHNConfig{}.Default(), PFedGP: PFedGPSettings{}.Default()}
+	return Settings{Name: "fedavg", Mu: 1, GenericLoss: "balanced", Hyper: HyperSettings{}.Default()}
 }
 
 // Resolve fills in the keys that follow the run's learning rate lr (train.lr) unless set:
-// algorithm.hyper.lr and algorithm.pfedme.personal_lr.
+// algorithm.hyper.lr and those of the own sections that follow it (FollowsLR:
+// algorithm.pfedme.personal_lr).
 func (s Settings) Resolve(lr float64) Settings {
 	if s.Hyper.LR == nil {
 		s.Hyper.LR = &lr
 	}
-	if s.PFedMe.PersonalLR == nil {
-		s.PFedMe.PersonalLR = &lr
+	for _, k := range OwnKeys() {
+		if f, ok := s.Section(k).(FollowsLR); ok {
+			if err := s.SetSection(k, f.WithLR(lr)); err != nil {
+				panic(err) // WithLR returned a section of another type: a bug in its file
+			}
+		}
 	}
 	return s
 }
@@ -112,11 +110,11 @@ func (s Settings) Validate(epochs int) error {
 				s.Name, strings.Join(namesReading(KeyLocalClients), ", "))
 		}
 	}
-	for _, v := range []interface{ Validate() error }{s.KNN, s.FedRep, s.Ditto, s.APFL, s.PerFedAvg, s.PFedMe, s.PFedHN, s.PFedGP} {
-		k.Add(v.Validate())
+	for _, key := range OwnKeys() {
+		k.Add(s.Section(key).Validate())
 	}
 	if err == nil && a.Check != nil {
-		k.Add(a.Check(s, epochs))
+		k.Add(a.Check(s, s.Section(a.Own.Key), epochs))
 	}
 	return k.Err()
 }
@@ -128,9 +126,10 @@ func (s Settings) Options() Options {
 	o := Options{Mu: s.Mu, PlainSoftmax: s.GenericLoss == "ce", Generate: roles,
 		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
 			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
-		KNN: s.KNN, Rank: h.Rank, LocalBlocks: s.LocalBlocks, LocalSampled: s.LocalClients == "sampled",
-		FedRep: s.FedRep, Ditto: s.Ditto, APFL: s.APFL, PerFedAvg: s.PerFedAvg.config(),
-		PFedMe: s.PFedMe.config(), PFedHN: s.PFedHN, PFedGP: s.PFedGP.config()}
+		Rank: h.Rank, LocalBlocks: s.LocalBlocks, LocalSampled: s.LocalClients == "sampled"}
+	if a, err := LookupAlgorithm(s.Name); err == nil && a.Own.Key != "" {
+		o.Own = s.Section(a.Own.Key)
+	}
 	if s.LocalRoles != nil {
 		o.LocalRoles, _ = localRoles(s.LocalRoles)
 	}
@@ -194,7 +193,7 @@ func (h HyperSettings) Validate() error {
 
 // checkPartial is partial's check across keys (its registry entry): it keeps local only
 // what it is told to.
-func checkPartial(s Settings, _ int) error {
+func checkPartial(s Settings, _ Section, _ int) error {
 	if len(s.LocalRoles) == 0 && len(s.LocalBlocks) == 0 {
 		return fmt.Errorf("algorithm.local_roles: empty; algorithm partial keeps local only what local_roles and local_blocks list")
 	}

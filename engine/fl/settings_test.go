@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// settingKeys are Settings' keys under algorithm., from the mapstructure tags: a section's
-// name and each of its keys (hyper, hyper.lr, ...).
+// settingKeys are Settings' keys under algorithm., from the mapstructure tags of its
+// fields and of the registry's own sections: a section's name and each of its keys
+// (hyper, hyper.lr, ..., pfedme, pfedme.lambda, ...).
 func settingKeys() map[string]bool {
 	keys := map[string]bool{}
 	var walk func(prefix string, t reflect.Type)
@@ -21,6 +22,11 @@ func settingKeys() map[string]bool {
 		}
 	}
 	walk("", reflect.TypeOf(Settings{}))
+	for _, k := range OwnKeys() {
+		def, _ := OwnDefault(k)
+		keys[k] = true
+		walk(k+".", reflect.TypeOf(def))
+	}
 	return keys
 }
 
@@ -30,7 +36,7 @@ func settingKeys() map[string]bool {
 func TestRegistryKeysAreSettings(t *testing.T) {
 	keys := settingKeys()
 	for _, a := range Algorithms() {
-		for _, k := range a.Keys {
+		for _, k := range a.ReadKeys() {
 			if !keys[k] {
 				t.Errorf("%s reads algorithm.%s, which is no key of the algorithm section", a.Name, k)
 			}
@@ -53,18 +59,21 @@ func TestSettingsRefuseNamingTheKey(t *testing.T) {
 		set func(s *Settings)
 		key string
 	}{
-		{func(s *Settings) { s.Ditto.Lambda = -1 }, "algorithm.ditto.lambda"},
-		{func(s *Settings) { s.APFL.Alpha = 2 }, "algorithm.apfl.alpha"},
-		{func(s *Settings) { s.KNN.K = 0 }, "algorithm.knn.k"},
-		{func(s *Settings) { s.PFedHN.Clip = -1 }, "algorithm.pfedhn.clip"},
-		{func(s *Settings) { s.PFedGP.Weights = "sizes" }, "algorithm.pfedgp.weights"},
+		{func(s *Settings) { EditOwn(s, func(c *DittoConfig) { c.Lambda = -1 }) }, "algorithm.ditto.lambda"},
+		{func(s *Settings) { EditOwn(s, func(c *APFLConfig) { c.Alpha = 2 }) }, "algorithm.apfl.alpha"},
+		{func(s *Settings) { EditOwn(s, func(c *KNN) { c.K = 0 }) }, "algorithm.knn.k"},
+		{func(s *Settings) { EditOwn(s, func(c *PFedHNConfig) { c.Clip = -1 }) }, "algorithm.pfedhn.clip"},
+		{func(s *Settings) { EditOwn(s, func(c *PFedGPSettings) { c.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
 		{func(s *Settings) { s.Hyper.Layers = 0 }, "algorithm.hyper.layers"},
 		{func(s *Settings) { s.LocalClients = "sampled" }, "algorithm.local_clients"},
 		{func(s *Settings) { s.LocalBlocks = []int{1} }, "algorithm.local_roles"},
-		{func(s *Settings) { s.Name, s.FedRep.RepEpochs = "fedrep", 2 }, "algorithm.fedrep.rep_epochs"},
+		{func(s *Settings) { s.Name = "fedrep"; EditOwn(s, func(c *FedRepConfig) { c.RepEpochs = 2 }) }, "algorithm.fedrep.rep_epochs"},
 		{func(s *Settings) { s.Name, s.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
 		{func(s *Settings) { s.Name = "partial" }, "algorithm.local_roles"},
-		{func(s *Settings) { s.Name, s.PFedGP.Objective = "pfedgp-ip", "marginal" }, "algorithm.pfedgp.objective"},
+		{func(s *Settings) {
+			s.Name = "pfedgp-ip"
+			EditOwn(s, func(c *PFedGPSettings) { c.Objective = "marginal" })
+		}, "algorithm.pfedgp.objective"},
 		{func(s *Settings) { s.Name = "fedsgd" }, "algorithm.name"},
 	} {
 		s := DefaultSettings()
