@@ -267,13 +267,14 @@ type TrainConfig struct {
 // unset: they follow the algorithm, the model and train.lr (Resolved fills them in);
 // algorithm.hyper.embed, .hidden and .rank are left unset: the algorithm chooses.
 func DefaultConfig() Config {
+	run := fl.DefaultConfig() // the defaults the train section shares with fl.Config
 	return Config{
 		Out: "runs", Device: "cpu", Seed: 1,
 		Data: DataConfig{Dataset: "fashion-mnist", Clients: 50, Partition: "dirichlet", Convention: "fedtp",
 			Alpha: 0.5, ClassesPerClient: 2, MinSize: 10, TrainFrac: 0.75, Normalize: "auto", SeqLen: 80},
 		Model:     ModelConfig{Preset: "convnet"},
 		Algorithm: fl.DefaultSettings(),
-		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: 1, Batch: 64, LR: fl.DefaultLR, EvalEvery: 5, EvalProtocol: "fedtp",
+		Train: TrainConfig{Rounds: 50, Participation: 0.1, Epochs: run.Epochs, Batch: run.Batch, LR: run.LR, EvalEvery: 5, EvalProtocol: string(run.Protocol),
 			TailRounds: 200, Precision: "fp32", CheckpointEvery: 10},
 		Novel: NovelConfig{Epochs: 5, ConvergeWithin: 0.01, Tune: []string{fl.TuneEmbedding, fl.TuneHypernetwork}},
 	}

@@ -311,6 +311,22 @@ func loadImages(cfg Config) (images, error) {
 	return im, nil
 }
 
+// flConfig is the fl.Config of cfg's train section on dev, with train.workers as given
+// (start replaces 0 with the count it chooses) and no clients per round yet.
+func (cfg Config) flConfig(dev cuda.Device) fl.Config {
+	t := cfg.Train
+	fc := fl.Config{Rounds: t.Rounds, Epochs: t.Epochs, Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay,
+		EvalEvery: t.EvalEvery, Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
+		EvalBatch: t.EvalBatch, Protocol: fl.EvalProtocol(t.EvalProtocol), Workers: t.Workers, Stack: t.Stack}
+	if cfg.Data.Augment {
+		fc.Augment = data.Augment{Pad: 4, Flip: true}
+	}
+	if t.Precision == "bf16" {
+		fc.Autocast = cuda.BFloat16
+	}
+	return fc
+}
+
 // start builds the federated run on the session's uploaded data; on an error it frees
 // the data.
 //
@@ -318,16 +334,9 @@ func loadImages(cfg Config) (images, error) {
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
 func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
 	t := cfg.Train
-	fc := fl.Config{Rounds: t.Rounds, PerRound: int(t.Participation * float64(len(fed.Part.Train))), Epochs: t.Epochs,
-		Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay, EvalEvery: t.EvalEvery,
-		Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk, EvalBatch: t.EvalBatch,
-		Protocol: fl.EvalProtocol(t.EvalProtocol), Group: g, Workers: workersFor(t, dev), Stack: t.Stack}
-	if cfg.Data.Augment {
-		fc.Augment = data.Augment{Pad: 4, Flip: true}
-	}
-	if t.Precision == "bf16" {
-		fc.Autocast = cuda.BFloat16
-	}
+	fc := cfg.flConfig(dev)
+	fc.PerRound = int(t.Participation * float64(len(fed.Part.Train)))
+	fc.Group, fc.Workers = g, workersFor(t, dev)
 	matmul := "highest" // the process-wide setting, so each run sets it
 	if t.Precision == "tf32" {
 		matmul = "high"

@@ -238,7 +238,13 @@ func (c Config) validateAlgorithm(k *checker) {
 
 func (c Config) validateTrain(k *checker) {
 	t := c.Train
-	k.AtLeast("train.rounds", int64(t.Rounds), 1)
+	// the keys fl.Config shares are checked by fl (one check per key), on the device as
+	// parsed (a bad device is reported by its own key)
+	dev, err := cuda.ParseDevice(c.Device)
+	if err != nil {
+		dev = cuda.CPU
+	}
+	k.Add(c.flConfig(dev).Check())
 	k.Real("train.participation", t.Participation, 0, 1, "(]")
 	if k.Err() == nil && c.Data.Clients >= 1 {
 		if n := int(t.Participation * float64(c.Data.Clients)); n < 1 {
@@ -246,29 +252,6 @@ func (c Config) validateTrain(k *checker) {
 				t.Participation, c.Data.Clients, 1/float64(c.Data.Clients))
 		}
 	}
-	k.AtLeast("train.epochs", int64(t.Epochs), 1)
-	k.AtLeast("train.batch", int64(t.Batch), 1)
-	k.Real("train.lr", t.LR, 0, inf, "(]")
-	k.Real("train.momentum", t.Momentum, 0, 1, "[)")
-	k.Real("train.weight_decay", t.WeightDecay, 0, inf, "[]")
-	k.AtLeast("train.eval_every", int64(t.EvalEvery), 0)
-	k.AtLeast("train.eval_chunk", int64(t.EvalChunk), 0)
-	k.AtLeast("train.eval_batch", int64(t.EvalBatch), 0)
-	k.AtLeast("train.workers", int64(t.Workers), 0)
-	if t.Workers > 1 && t.Sequential {
-		k.Fail("train.workers", "%d, but train.sequential trains one client at a time; set one of them", t.Workers)
-	}
-	if dev, err := cuda.ParseDevice(c.Device); err == nil && dev.IsCUDA() && t.Workers > 1 {
-		k.Fail("train.workers", "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", t.Workers, c.Device)
-	}
-	k.AtLeast("train.stack", int64(t.Stack), 0)
-	if t.Stack > 0 && t.Sequential {
-		k.Fail("train.stack", "%d, but train.sequential trains one client at a time; set one of them", t.Stack)
-	}
-	if dev, err := cuda.ParseDevice(c.Device); err == nil && dev.IsCUDA() && t.Stack > 0 {
-		k.Fail("train.stack", "%d on %s: client groups are for the CPU; on CUDA all the round's clients train as one stack (leave it 0)", t.Stack, c.Device)
-	}
-	k.OneOf("train.eval_protocol", t.EvalProtocol, string(fl.EvalFedTP), string(fl.EvalFedPerfix))
 	k.AtLeast("train.tail_rounds", int64(t.TailRounds), 1)
 	k.OneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")
 	k.AtLeast("train.checkpoint_every", int64(t.CheckpointEvery), 1)

@@ -5,6 +5,7 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/internal/check"
 	"pfl/engine/internal/defaults"
 )
 
@@ -76,45 +77,71 @@ const (
 // train.lr default).
 const DefaultLR = 0.01
 
-func (c *Config) defaults() {
-	defaults.Set(&c.Epochs, 1)
-	defaults.Set(&c.Batch, 64)
-	defaults.Set(&c.LR, DefaultLR)
-	defaults.Set(&c.EvalChunk, c.PerRound)
-	defaults.Set(&c.EvalBatch, c.Batch)
-	defaults.Set(&c.Protocol, EvalFedTP)
+// DefaultConfig holds the one default of each setting a config's train section shares
+// with Config (engine/experiment's DefaultConfig reads them): one local epoch, batch 64,
+// DefaultLR, FedTP's evaluation protocol.
+func DefaultConfig() Config {
+	return Config{Epochs: 1, Batch: 64, LR: DefaultLR, Protocol: EvalFedTP}
 }
 
-// Validate reports a configuration that cannot run, naming the field and the valid values.
+// defaults fills the zero fields of a Config a program wrote: DefaultConfig's, and the
+// evaluation chunk and batch, which follow PerRound and Batch.
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	defaults.Set(&c.Epochs, d.Epochs)
+	defaults.Set(&c.Batch, d.Batch)
+	defaults.Set(&c.LR, d.LR)
+	defaults.Set(&c.EvalChunk, c.PerRound)
+	defaults.Set(&c.EvalBatch, c.Batch)
+	defaults.Set(&c.Protocol, d.Protocol)
+}
+
+// Validate reports a configuration that cannot run: Check after the defaults, and the
+// clients per round against the trainable clients.
 func (c Config) Validate(trainable int) error {
 	c.defaults()
-	switch {
-	case c.Rounds < 1:
-		return fmt.Errorf("fl: rounds = %d, want >= 1", c.Rounds)
-	case c.PerRound < 1 || c.PerRound > trainable:
-		return fmt.Errorf("fl: %d clients per round, but %d clients can train (participation × clients must be in [1, clients])", c.PerRound, trainable)
-	case c.Protocol != EvalFedTP && c.Protocol != EvalFedPerfix:
-		return fmt.Errorf("fl: evaluation protocol %q; choose %s or %s", c.Protocol, EvalFedTP, EvalFedPerfix)
-	case c.Epochs < 1 || c.Batch < 1 || c.EvalBatch < 1 || c.EvalChunk < 1:
-		return fmt.Errorf("fl: epochs %d, batch %d, eval batch %d and eval chunk %d must be >= 1", c.Epochs, c.Batch, c.EvalBatch, c.EvalChunk)
-	case !(c.LR > 0):
-		return fmt.Errorf("fl: learning rate %g, want > 0", c.LR)
-	case c.Momentum < 0 || c.Momentum >= 1 || c.WeightDecay < 0:
-		return fmt.Errorf("fl: momentum %g must be in [0, 1) and weight decay %g >= 0", c.Momentum, c.WeightDecay)
-	case c.Autocast != 0 && c.Autocast != cuda.Float32 && c.Autocast != cuda.BFloat16 && c.Autocast != cuda.Float16:
-		return fmt.Errorf("fl: autocast to %s; want bfloat16, float16 or off", c.Autocast)
-	case c.EvalEvery < 0:
-		return fmt.Errorf("fl: eval every %d rounds", c.EvalEvery)
-	case c.Workers < 0:
-		return fmt.Errorf("fl: workers %d, want >= 0", c.Workers)
-	case c.Workers > 1 && c.Device.IsCUDA():
-		return fmt.Errorf("fl: %d workers: client groups on threads are for the CPU; on %s one stacked model keeps the device busy (workers 1)", c.Workers, c.Device)
-	case c.Workers > 1 && c.Sequential:
-		return fmt.Errorf("fl: %d workers with sequential training: sequential trains one client at a time (workers 1)", c.Workers)
-	case c.Stack < 0:
-		return fmt.Errorf("fl: stack %d, want >= 0 (0: one group per worker)", c.Stack)
-	case c.Stack > 0 && (c.Device.IsCUDA() || c.Sequential):
-		return fmt.Errorf("fl: stack %d: client groups are for the CPU and not with sequential training", c.Stack)
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if c.PerRound < 1 || c.PerRound > trainable {
+		return fmt.Errorf("fl: %d clients per round, but %d clients can train (train.participation × data.clients must be in [1, clients])", c.PerRound, trainable)
 	}
 	return nil
+}
+
+// Check is the one validation of the settings Config shares with a config's train section,
+// naming each by its config key (train.epochs, …), on the values as given: zero, where it
+// means a default here (Epochs, Batch, LR, Protocol), is refused, since a config states
+// its value (engine/experiment checks a config with it before anything runs). EvalChunk
+// and EvalBatch 0 mean "follow PerRound and Batch" in both.
+func (c Config) Check() error {
+	k := &check.Checker{}
+	k.AtLeast("train.rounds", int64(c.Rounds), 1)
+	k.AtLeast("train.epochs", int64(c.Epochs), 1)
+	k.AtLeast("train.batch", int64(c.Batch), 1)
+	k.Real("train.lr", c.LR, 0, check.Inf, "(]")
+	k.Real("train.momentum", c.Momentum, 0, 1, "[)")
+	k.Real("train.weight_decay", c.WeightDecay, 0, check.Inf, "[]")
+	k.AtLeast("train.eval_every", int64(c.EvalEvery), 0)
+	k.AtLeast("train.eval_chunk", int64(c.EvalChunk), 0)
+	k.AtLeast("train.eval_batch", int64(c.EvalBatch), 0)
+	k.AtLeast("train.workers", int64(c.Workers), 0)
+	if c.Workers > 1 && c.Sequential {
+		k.Fail("train.workers", "%d, but train.sequential trains one client at a time; set one of them", c.Workers)
+	}
+	if c.Device.IsCUDA() && c.Workers > 1 {
+		k.Fail("train.workers", "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", c.Workers, c.Device)
+	}
+	k.AtLeast("train.stack", int64(c.Stack), 0)
+	if c.Stack > 0 && c.Sequential {
+		k.Fail("train.stack", "%d, but train.sequential trains one client at a time; set one of them", c.Stack)
+	}
+	if c.Device.IsCUDA() && c.Stack > 0 {
+		k.Fail("train.stack", "%d on %s: client groups are for the CPU; on CUDA all the round's clients train as one stack (leave it 0)", c.Stack, c.Device)
+	}
+	k.OneOf("train.eval_protocol", string(c.Protocol), string(EvalFedTP), string(EvalFedPerfix))
+	if c.Autocast != 0 && c.Autocast != cuda.Float32 && c.Autocast != cuda.BFloat16 && c.Autocast != cuda.Float16 {
+		k.Fail("train.precision", "autocast to %s; want bfloat16, float16 or off", c.Autocast)
+	}
+	return k.Err()
 }

@@ -252,7 +252,7 @@ func TestBadConfigs(t *testing.T) {
 	}{
 		{Config{Rounds: 0, PerRound: 2}, "rounds"},
 		{Config{Rounds: 1, PerRound: 4}, "3 clients can train"},
-		{Config{Rounds: 1, PerRound: 1, LR: -1}, "learning rate"},
+		{Config{Rounds: 1, PerRound: 1, LR: -1}, "train.lr"},
 		{Config{Rounds: 1, PerRound: 1, Momentum: 1}, "momentum"},
 	} {
 		c.cfg.Device = cuda.CPU

@@ -125,9 +125,9 @@ func TestWorkersRefused(t *testing.T) {
 	}{
 		{Config{Rounds: 1, PerRound: 2, Workers: 2, Device: cuda.Device{Type: cuda.CUDADevice}}, "workers"},
 		{Config{Rounds: 1, PerRound: 2, Workers: 2, Sequential: true, Device: cuda.CPU}, "sequential"},
-		{Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "workers -1"},
-		{Config{Rounds: 1, PerRound: 2, Stack: -1, Device: cuda.CPU}, "stack -1"},
-		{Config{Rounds: 1, PerRound: 2, Stack: 1, Device: cuda.Device{Type: cuda.CUDADevice}}, "stack 1"},
+		{Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "train.workers: -1"},
+		{Config{Rounds: 1, PerRound: 2, Stack: -1, Device: cuda.CPU}, "train.stack: -1"},
+		{Config{Rounds: 1, PerRound: 2, Stack: 1, Device: cuda.Device{Type: cuda.CUDADevice}}, "train.stack: 1"},
 	} {
 		err := c.cfg.Validate(4)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
