@@ -85,8 +85,8 @@ func FuzzMetrics(f *testing.F) {
 			return
 		}
 		for i, m := range lines {
-			if m.Round != i {
-				t.Fatalf("line %d holds round %d", i, m.Round)
+			if m.Round != i+1 {
+				t.Fatalf("line %d holds round %d", i+1, m.Round)
 			}
 		}
 	})

@@ -141,7 +141,7 @@ func accuracyCurve(dir string) (plotter.XYs, error) {
 	var pts plotter.XYs
 	for _, m := range lines {
 		if m.Micro != nil {
-			pts = append(pts, plotter.XY{X: float64(m.Round + 1), Y: 100 * float64(*m.Micro)})
+			pts = append(pts, plotter.XY{X: float64(m.Round), Y: 100 * float64(*m.Micro)})
 		}
 	}
 	if len(pts) == 0 {
@@ -150,10 +150,12 @@ func accuracyCurve(dir string) (plotter.XYs, error) {
 	return pts, nil
 }
 
-// parseMetrics reads metrics.jsonl: one JSON object per line, rounds numbered from 0 in
-// order (a line that is not, or an unknown field, is an error naming the line).
+// parseMetrics reads metrics.jsonl: one JSON object per line, rounds numbered from 1 in
+// order (a line that is not, or an unknown field, is an error naming the line). A file
+// that numbers its rounds from 0, as pfl wrote them before, is read renumbered from 1.
 func parseMetrics(b []byte) ([]metricsLine, error) {
 	var out []metricsLine
+	first := 1 // the round number of the first line: 1, or 0 in an earlier pfl's file
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line == "" && i == 0 {
 			break // an empty file: no rounds yet
@@ -167,9 +169,13 @@ func parseMetrics(b []byte) ([]metricsLine, error) {
 		if dec.More() {
 			return nil, fmt.Errorf("line %d: data after the object", i+1)
 		}
-		if m.Round != i {
-			return nil, fmt.Errorf("line %d: round %d, want %d", i+1, m.Round+1, i+1)
+		if i == 0 && m.Round == 0 {
+			first = 0
 		}
+		if m.Round != i+first {
+			return nil, fmt.Errorf("line %d: round %d, want %d", i+1, m.Round, i+first)
+		}
+		m.Round = i + 1
 		out = append(out, m)
 	}
 	return out, nil

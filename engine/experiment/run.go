@@ -634,7 +634,9 @@ func finishedRun(dir string, cfg Config, run *fl.Run) (*Result, bool) {
 	return &Result{Dir: dir, History: run.History, Novel: run.Novel(), Summary: s}, true
 }
 
-// metricsLine is one line of metrics.jsonl.
+// metricsLine is one line of metrics.jsonl. Its round counts from 1, as the console, the
+// plots, TensorBoard and every table number rounds (fl.RoundMetrics' Round is the loop's
+// 0-based index).
 // Its floats are jsonfloat.Floats: a non-finite value (a diverged run's loss) is written as
 // the string "NaN", "+Inf" or "-Inf".
 type metricsLine struct {
@@ -653,7 +655,7 @@ type metricsLine struct {
 }
 
 func roundLine(m fl.RoundMetrics) metricsLine {
-	l := metricsLine{Round: m.Round, Clients: m.Clients, TrainLoss: jsonfloat.Float(m.TrainLoss), Samples: m.Samples,
+	l := metricsLine{Round: m.Round + 1, Clients: m.Clients, TrainLoss: jsonfloat.Float(m.TrainLoss), Samples: m.Samples,
 		DataS: m.Time.Data.Seconds(), TrainS: m.Time.Train.Seconds(), AggS: m.Time.Aggregate.Seconds(), EvalS: m.Time.Eval.Seconds()}
 	if e := m.Eval; e != nil {
 		micro, mean, std := jsonfloat.Float(e.Micro), jsonfloat.Float(e.Mean), jsonfloat.Float(e.Std)

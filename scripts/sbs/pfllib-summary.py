@@ -34,7 +34,7 @@ def pfl_evals(out, seed, algo):
         for line in f:
             r = json.loads(line)
             if r.get("accuracy") is not None:
-                ev[r["round"] + 1] = r["accuracy"]
+                ev[r["round"]] = r["accuracy"]  # metrics.jsonl counts rounds from 1
     return ev or None
 
 
