@@ -62,7 +62,7 @@ func checkTB(t *testing.T, dir string, novel []int) {
 	}
 	evals := 0
 	for _, l := range lines {
-		step := int64(l.Round + 1)
+		step := int64(l.Round) // both count from 1
 		got := scalars[step]
 		total := l.DataS + l.TrainS + l.AggS + l.EvalS
 		want := map[string]float64{"train/loss": float64(l.TrainLoss), "train/samples": float64(l.Samples),
