@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"pfl/configs"
+	"pfl/engine/data"
 	"pfl/engine/experiment"
 	"pfl/engine/model"
 	"pfl/internal/testenv"
@@ -39,7 +40,7 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 		sets = append(sets, "data.dataset=synthetic:400:10:100")
 	}
 	if cfg.Data.Partition == "file" { // the file indexes the real data set: the toy takes a file of its own
-		sets = append(sets, "data.partition_file="+toyPartitionFile(t))
+		sets = append(sets, "data.partition_file="+toyPartitionFile(t, cfg.Data.Convention))
 	}
 	for _, k := range []struct{ field, set string }{{"Dim", "model.dim=8"}, {"Heads", "model.heads=2"},
 		{"HeadDim", "model.head_dim=4"}, {"MLP", "model.mlp=8"}} {
@@ -114,8 +115,14 @@ func toyGrid(cfg experiment.Config) experiment.Config {
 }
 
 // toyPartitionFile writes a partition file for toySets' five clients of
-// synthetic:400:10:100: 80 training and 20 test images each, in stored order.
-func toyPartitionFile(t *testing.T) string {
+// synthetic:400:10:100: 80 training and 20 test images each, in stored order. Under the
+// fedperfix convention both lists index the pool of the 400 training images followed by
+// the 100 test images, so the test lists start at 400.
+func toyPartitionFile(t *testing.T, convention string) string {
+	testBase := 0
+	if convention == string(data.ConventionFedPerfix) {
+		testBase = 400
+	}
 	var train, test [][]int
 	for c := range 5 {
 		train = append(train, nil)
@@ -124,7 +131,7 @@ func toyPartitionFile(t *testing.T) string {
 			train[c] = append(train[c], c*80+i)
 		}
 		for i := range 20 {
-			test[c] = append(test[c], c*20+i)
+			test[c] = append(test[c], testBase+c*20+i)
 		}
 	}
 	b, err := json.Marshal(map[string][][]int{"train": train, "test": test})

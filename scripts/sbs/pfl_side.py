@@ -7,7 +7,9 @@ numbers the official code reports:
   pooled  Σ_c acc_c·n_c / Σ_c n_c  (pFedHN's and pFedGP's test_avg_acc: correct over samples)
   mean    the plain mean of acc_c over clients (FedPerfix's reported average)
 
-and checks the pooled number against pfl's own summary.json final_micro.
+and checks the pooled number against pfl's own summary.json final_micro and the mean
+against its final_mean. --name sets pfl's run name (several runs of one config, one per
+algorithm, as scripts/sbs/fedperfix-run.sh makes).
 
   pfl_side.py --checkout . --config configs/sbs-pfedhn-fmnist.yaml --seed 1 \\
       --partition runs/sbs/pfedhn/partition-seed1.json --out runs/sbs/pfedhn/pfl-seed1.json
@@ -28,11 +30,12 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--runs", default="runs/sbs/pfl", help="pfl's out folder")
     ap.add_argument("--out", required=True, help="result JSON")
+    ap.add_argument("--name", help="pfl's run name (default: the config's file name and -seed<S>)")
     ap.add_argument("--set", action="append", default=[], help="further pfl --set key=value")
     a = ap.parse_args()
 
     pfl = os.path.join(a.checkout, "bin", "pfl")
-    name = os.path.splitext(os.path.basename(a.config))[0] + f"-seed{a.seed}"
+    name = a.name or os.path.splitext(os.path.basename(a.config))[0] + f"-seed{a.seed}"
     sets = [f"seed={a.seed}", f"device={a.device}", f"data.partition_file={a.partition}", f"out={a.runs}",
             f"name={name}"] + a.set
     cmd = [pfl, "train", "-c", a.config, "--overwrite"] + [x for s in sets for x in ("--set", s)]
@@ -51,14 +54,20 @@ def main():
     scale = 100.0 if max(acc) > 1.0 else 1.0
     acc = [x / scale for x in acc]
     pooled = sum(x * k for x, k in zip(acc, n)) / sum(n)
+    mean = sum(acc) / len(acc)
     with open(os.path.join(run, "summary.json")) as f:
         summary = json.load(f)
     micro = summary["final_micro"]
     micro = micro / 100.0 if micro > 1.0 else micro
     if abs(pooled - micro) > 1e-3:
         sys.exit(f"pfl_side: pooled accuracy from per-client numbers {pooled:.4f}, summary.json final_micro {micro:.4f}")
-    res = {"round": last["round"], "final_pooled_acc": pooled, "final_mean_acc": sum(acc) / len(acc),
+    if "final_mean" in summary:
+        fmean = summary["final_mean"] / 100.0 if summary["final_mean"] > 1.0 else summary["final_mean"]
+        if abs(mean - fmean) > 1e-3:
+            sys.exit(f"pfl_side: client mean from per-client numbers {mean:.4f}, summary.json final_mean {fmean:.4f}")
+    res = {"round": last["round"], "final_pooled_acc": pooled, "final_mean_acc": mean,
            "final_client_acc": acc, "test_counts": n, "summary": summary, "command": cmd}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
     print(f"pfl_side: {name}: round {last['round']}: pooled test accuracy {pooled:.4f}, client mean {res['final_mean_acc']:.4f}")
