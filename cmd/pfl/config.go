@@ -174,7 +174,7 @@ func loadConfigSources(path string, sets []string) (experiment.Config, map[strin
 		experiment.Config `mapstructure:",squash"`
 		Sweep             any `mapstructure:"sweep"`
 	}{Config: experiment.DefaultConfig()}
-	if err := decodeConfig(v.AllSettings(), &in); err != nil {
+	if err := decodeConfig(v.AllSettings(), &in, &in.Config); err != nil {
 		return experiment.Config{}, nil, fmt.Errorf("config (%s): %w", where, err)
 	}
 	cfg := in.Config
@@ -217,10 +217,10 @@ func loadConfigSources(path string, sets []string) (experiment.Config, map[strin
 }
 
 // decodeConfig decodes all (viper's settings: nested maps of typed values) into out, a
-// struct that squashes experiment.Config, over its values: the algorithm's own sections
-// (algorithm.pfedme, …), which the registry declares, each into its type, the rest as
-// viper decodes it. An unknown key is an error, not a silent default.
-func decodeConfig(all map[string]any, out any) error {
+// struct that squashes experiment.Config (cfg, inside out), over its values: the rest as
+// viper decodes it, then the algorithms' own sections (algorithm.pfedme, …), which the
+// registry declares, each into its type. An unknown key is an error, not a silent default.
+func decodeConfig(all map[string]any, out any, cfg *experiment.Config) error {
 	own := map[string]any{}
 	if alg, ok := all["algorithm"].(map[string]any); ok {
 		rest := map[string]any{}
@@ -236,11 +236,10 @@ func decodeConfig(all map[string]any, out any) error {
 	if err := decodeStrictly(all, out); err != nil {
 		return err
 	}
-	settings := reflect.ValueOf(out).Elem().FieldByName("Config").Addr().Interface().(*experiment.Config)
 	for _, k := range slices.Sorted(maps.Keys(own)) {
 		// decoded inside a struct shaped {algorithm: {k: section}}, so that an error names
 		// the key as a whole config's would (algorithm.pfedme.lamda)
-		cur := reflect.ValueOf(settings.Algorithm.Section(k))
+		cur := reflect.ValueOf(cfg.Algorithm.Section(k))
 		inner := reflect.StructOf([]reflect.StructField{{Name: "Section", Type: cur.Type(), Tag: reflect.StructTag(`mapstructure:"` + k + `"`)}})
 		outer := reflect.StructOf([]reflect.StructField{{Name: "Algorithm", Type: inner, Tag: `mapstructure:"algorithm"`}})
 		v := reflect.New(outer)
@@ -249,7 +248,7 @@ func decodeConfig(all map[string]any, out any) error {
 		if err := decodeStrictly(map[string]any{"algorithm": map[string]any{k: own[k]}}, v.Interface()); err != nil {
 			return err
 		}
-		if err := settings.Algorithm.SetSection(k, sec.Interface().(fl.Section)); err != nil {
+		if err := cfg.Algorithm.SetSection(k, sec.Interface().(fl.Section)); err != nil {
 			return err
 		}
 	}

@@ -49,22 +49,10 @@ import torch
 import torch.utils.data
 import torchvision.datasets.cifar
 
+from pfedhn_official import client_indices  # the same Subset layout as the official pFedHN loaders
+
 STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 TRAINERS = {"full": "trainer.py", "ip-data": "trainer_ip.py"}
-
-
-def client_indices(loaders):
-    """The stored-dataset indices of each client's subset (a Subset of a random_split Subset
-    or of the dataset itself)."""
-    out = []
-    for dl in loaders:
-        sub = dl.dataset
-        idx = list(sub.indices)
-        base = sub.dataset
-        if isinstance(base, torch.utils.data.Subset):
-            idx = [base.indices[i] for i in idx]
-        out.append([int(i) for i in idx])
-    return out
 
 
 class InProcessLoader(torch.utils.data.DataLoader):
