@@ -66,8 +66,8 @@ type Augment struct {
 // Plan is one round of local training for K clients: for every step and client the
 // samples of its batch, which slots hold a real sample, and the augmentation draws. Each
 // client keeps its exact epoch semantics — ceil(m/B) steps per epoch, a reshuffle every
-// epoch, the last batch partial — and a client whose epochs are done idles (mask 0) while
-// larger clients go on. Every draw comes from the client's own (seed, purpose, round,
+// epoch, the last batch partial (or, with PlanConfig.DropLast, dropped) — and a client
+// whose epochs are done idles (mask 0) while larger clients go on. Every draw comes from the client's own (seed, purpose, round,
 // client) stream, so a client's batches do not depend on the clients beside it.
 type Plan struct {
 	K, B, Steps int
@@ -88,6 +88,14 @@ type PlanConfig struct {
 	Seed          uint64
 	Round         int
 	Phase         int // phases of one round (FedRep's head and body) draw their own streams
+	// DropLast, when positive, keeps only whole groups of DropLast batches in each epoch:
+	// floor(m/(DropLast·B))·DropLast steps, every batch full, the samples after the last
+	// whole group unseen that epoch. That is PyTorch's DataLoader(drop_last=True) with a
+	// batch of DropLast·B, as PFLlib's clients load their training data (Per-FedAvg's
+	// loader takes 2B and splits each batch in two: DropLast 2). A client with fewer
+	// samples than a group takes no step, as its loader yields no batch. 0: keep the
+	// last partial batch (drop_last=False).
+	DropLast int
 }
 
 // NewPlan plans a round for the clients (ids) with the given sample lists.
@@ -95,15 +103,15 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 	if len(ids) != len(parts) || len(ids) == 0 {
 		return nil, fmt.Errorf("data: plan: %d ids for %d clients", len(ids), len(parts))
 	}
-	if c.Epochs < 1 || c.Batch < 1 || c.Augment.Pad < 0 {
-		return nil, fmt.Errorf("data: plan: epochs %d, batch %d and pad %d must be positive", c.Epochs, c.Batch, c.Augment.Pad)
+	if c.Epochs < 1 || c.Batch < 1 || c.Augment.Pad < 0 || c.DropLast < 0 {
+		return nil, fmt.Errorf("data: plan: epochs %d, batch %d, pad %d and drop-last group %d must be positive", c.Epochs, c.Batch, c.Augment.Pad, c.DropLast)
 	}
 	p := &Plan{K: len(ids), B: c.Batch, Clients: ids, ClientSteps: make([]int, len(ids)), Config: c}
 	for i, part := range parts {
 		if len(part) == 0 {
 			return nil, fmt.Errorf("data: plan: client %d has no samples", ids[i])
 		}
-		p.ClientSteps[i] = c.Epochs * ((len(part) + c.Batch - 1) / c.Batch)
+		p.ClientSteps[i] = c.Epochs * c.perEpoch(len(part))
 		p.Steps = max(p.Steps, p.ClientSteps[i])
 	}
 	size := p.Steps * p.K * p.B
@@ -116,10 +124,10 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 		}
 		order := rng.New(rng.Key{Seed: c.Seed, Purpose: "batch" + suffix, Round: c.Round, Client: ids[i]})
 		aug := rng.New(rng.Key{Seed: c.Seed, Purpose: "augment" + suffix, Round: c.Round, Client: ids[i]})
-		perEpoch := (len(part) + c.Batch - 1) / c.Batch
+		perEpoch := c.perEpoch(len(part))
 		var epoch []int
 		for step := 0; step < p.Steps; step++ {
-			if step%perEpoch == 0 && step < p.ClientSteps[i] {
+			if step < p.ClientSteps[i] && step%perEpoch == 0 {
 				epoch = append(epoch[:0], part...)
 				if c.Shuffle {
 					order.Shuffle(len(epoch), func(a, b int) { epoch[a], epoch[b] = epoch[b], epoch[a] })
@@ -128,9 +136,10 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 			for b := 0; b < p.B; b++ {
 				at := (step*p.K+i)*p.B + b
 				p.Index[at] = int64(part[0])
-				pos := step%perEpoch*p.B + b
-				if step < p.ClientSteps[i] && pos < len(epoch) {
-					p.Index[at], p.Mask[at] = int64(epoch[pos]), 1
+				if step < p.ClientSteps[i] {
+					if pos := step%perEpoch*p.B + b; pos < len(epoch) {
+						p.Index[at], p.Mask[at] = int64(epoch[pos]), 1
+					}
 				}
 				if c.Augment.Pad > 0 {
 					p.DY[at], p.DX[at] = int64(aug.IntN(2*c.Augment.Pad+1)), int64(aug.IntN(2*c.Augment.Pad+1))
@@ -142,6 +151,15 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// perEpoch is how many steps one epoch of m samples takes: ceil(m/B), or with DropLast
+// the batches of its whole groups.
+func (c PlanConfig) perEpoch(m int) int {
+	if c.DropLast > 0 {
+		return m / (c.DropLast * c.Batch) * c.DropLast
+	}
+	return (m + c.Batch - 1) / c.Batch
 }
 
 // DevicePlan is a Plan on the device: uploaded for one round (Upload), or a static plan

@@ -70,6 +70,67 @@ func TestPlanKeepsExactEpochs(t *testing.T) {
 	}
 }
 
+// TestPlanDropsLastPartialGroup: with DropLast g, every epoch of a client with m samples
+// takes floor(m/(g·B))·g full batches of distinct samples, reshuffled per epoch, as
+// DataLoader(drop_last=True) with batch g·B; a client smaller than a group takes none. The
+// order of the kept samples is the plan's without DropLast (the same shuffle stream), so
+// only the tail is dropped.
+func TestPlanDropsLastPartialGroup(t *testing.T) {
+	parts := [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {20, 21, 22}, {30, 31, 32, 33, 34, 35, 36, 37}}
+	for _, tc := range []struct {
+		group     int
+		wantSteps []int // per client, two epochs of batch 2
+	}{
+		{1, []int{10, 2, 8}}, // floor(11/2)=5, floor(3/2)=1, 4 per epoch
+		{2, []int{8, 0, 8}},  // groups of 4: 2, 0, 2 groups of 2 batches per epoch
+		{3, []int{6, 0, 6}},  // groups of 6: 1, 0, 1 group of 3 batches per epoch
+	} {
+		c := PlanConfig{Epochs: 2, Batch: 2, Shuffle: true, Seed: 3, Round: 1, DropLast: tc.group}
+		p, err := NewPlan([]int{0, 1, 2}, parts, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.ClientSteps, tc.wantSteps) {
+			t.Fatalf("group %d: steps %v, want %v", tc.group, p.ClientSteps, tc.wantSteps)
+		}
+		c.DropLast = 0
+		full, _ := NewPlan([]int{0, 1, 2}, parts, c)
+		fullPer := []int{6, 2, 4}
+		for i := range parts {
+			per := tc.wantSteps[i] / 2
+			for e := 0; e < 2; e++ {
+				seen := map[int]bool{}
+				for s := 0; s < per; s++ {
+					for b := 0; b < 2; b++ {
+						at := ((e*per+s)*3+i)*2 + b
+						if p.Mask[at] != 1 {
+							t.Fatalf("group %d client %d epoch %d step %d: slot %d not full", tc.group, i, e, s, b)
+						}
+						idx := int(p.Index[at])
+						if seen[idx] {
+							t.Fatalf("group %d client %d epoch %d: sample %d twice", tc.group, i, e, idx)
+						}
+						seen[idx] = true
+						if want := full.Index[((e*fullPer[i]+s)*3+i)*2+b]; int64(idx) != want {
+							t.Fatalf("group %d client %d epoch %d step %d: sample %d, the plan without dropping has %d", tc.group, i, e, s, idx, want)
+						}
+					}
+				}
+			}
+			for s := p.ClientSteps[i]; s < p.Steps; s++ {
+				for b := 0; b < 2; b++ {
+					if p.Mask[(s*3+i)*2+b] != 0 {
+						t.Fatalf("group %d client %d trains at step %d after its %d steps", tc.group, i, s, p.ClientSteps[i])
+					}
+				}
+			}
+		}
+	}
+	if _, err := NewPlan([]int{0}, parts[:1], PlanConfig{Epochs: 1, Batch: 2, DropLast: -1}); err == nil {
+		t.Error("a negative drop-last group accepted")
+	}
+}
+
 // refBatch is the plain-Go reference of one sample: pad with zeros, crop at (dy, dx),
 // flip, scale to [0, 1] and normalize.
 func refSample(x *Images, i int, pad, dy, dx int, flip bool, mean, std []float64) []float64 {

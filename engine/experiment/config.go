@@ -208,7 +208,14 @@ type TrainConfig struct {
 	LR            float64 `mapstructure:"lr" json:"lr"`                       // default 0.01
 	Momentum      float64 `mapstructure:"momentum" json:"momentum"`           // default 0
 	WeightDecay   float64 `mapstructure:"weight_decay" json:"weight_decay"`   // default 0
-	EvalEvery     int     `mapstructure:"eval_every" json:"eval_every"`       // rounds between evaluations; default 5
+	// DropLast drops each epoch's last partial step of local training, as PyTorch's
+	// DataLoader(drop_last=True) with one step's samples as its batch (Per-FedAvg's: two
+	// batches): PFLlib's clients load their training data so, and a client with fewer
+	// samples than a step then trains none. Default false: every sample every epoch, the
+	// last batch partial, as the FedTP code (for its transformers),
+	// FedPerfix's, pFedHN's and pFedGP's load it.
+	DropLast  bool `mapstructure:"drop_last" json:"drop_last"`
+	EvalEvery int  `mapstructure:"eval_every" json:"eval_every"` // rounds between evaluations; default 5
 	// EvalChunk is how many clients one stacked evaluation pass holds (larger: fewer,
 	// bigger passes, more device memory for one more stacked model); default the clients
 	// per round.

@@ -317,7 +317,7 @@ func (cfg Config) flConfig(dev cuda.Device) fl.Config {
 	t := cfg.Train
 	fc := fl.Config{Rounds: t.Rounds, Epochs: t.Epochs, Batch: t.Batch, LR: t.LR, Momentum: t.Momentum, WeightDecay: t.WeightDecay,
 		EvalEvery: t.EvalEvery, Sequential: t.Sequential, Seed: cfg.Seed, Device: dev, Graphs: !t.Eager, EvalChunk: t.EvalChunk,
-		EvalBatch: t.EvalBatch, Protocol: fl.EvalProtocol(t.EvalProtocol), Workers: t.Workers, Stack: t.Stack}
+		EvalBatch: t.EvalBatch, Protocol: fl.EvalProtocol(t.EvalProtocol), Workers: t.Workers, Stack: t.Stack, DropLast: t.DropLast}
 	if cfg.Data.Augment {
 		fc.Augment = data.Augment{Pad: 4, Flip: true}
 	}

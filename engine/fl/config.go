@@ -20,6 +20,12 @@ type Config struct {
 	Momentum    float64 // SGD momentum (FedTP 0.9, FedPerfix 0)
 	WeightDecay float64 // SGD weight decay (FedTP 1e-5)
 	Augment     data.Augment
+	// DropLast drops each epoch's last partial step of local training, as PyTorch's
+	// DataLoader(drop_last=True) whose batch is one step's samples (a Stepper's Batches()
+	// batches: Per-FedAvg's 2B): PFLlib's clients load their training data so. Default
+	// false: every sample every epoch, the last batch partial (drop_last=False, as the
+	// FedTP code for its transformers, FedPerfix's, pFedHN's and pFedGP's).
+	DropLast bool
 
 	EvalEvery int // evaluate every client every EvalEvery rounds; 0: only after the last round
 	EvalChunk int // clients evaluated per stacked pass; default PerRound

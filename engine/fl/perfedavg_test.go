@@ -157,30 +157,43 @@ func (c countingStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 }
 
 // TestStepperTakesEveryBatchOnce: a Stepper of n batches a step is handed every real
-// sample of the clients' epochs once, in ⌈steps/n⌉ steps per client.
+// sample of the clients' epochs once, in ⌈steps/n⌉ steps per client; with train.drop_last,
+// floor(m/(n·B)) full steps an epoch (PyTorch's drop_last=True with batch n·B: PFLlib's
+// Per-FedAvg loader), every one of n·B real samples.
 func TestStepperTakesEveryBatchOnce(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
 	for _, n := range []int{1, 2, 3} {
-		cfg := Config{Rounds: 1, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU}
-		r, err := New(cfg, countingStep{n}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		met, err := r.Round(0)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var samples, pairs int
-		for _, c := range met.Clients {
-			m := len(st.fed.Part.Train[c])
-			samples += cfg.Epochs * m
-			pairs += (cfg.Epochs*((m+cfg.Batch-1)/cfg.Batch) + n - 1) / n
-		}
-		// the loss is the mean over (client, step) pairs of the counts, summed in float32
-		// (exact: integers below 2^24)
-		if met.Samples != samples || met.TrainLoss*float64(pairs) != float64(samples) {
-			t.Fatalf("n=%d: %d samples and loss×pairs %g, want %d samples in %d pairs", n, met.Samples, met.TrainLoss*float64(pairs), samples, pairs)
+		for _, drop := range []bool{false, true} {
+			cfg := Config{Rounds: 1, PerRound: 3, Epochs: 2, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU, DropLast: drop}
+			r, err := New(cfg, countingStep{n}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			met, err := r.Round(0)
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var samples, pairs int
+			for _, c := range met.Clients {
+				m := len(st.fed.Part.Train[c])
+				if drop {
+					steps := m / (n * cfg.Batch)
+					samples += cfg.Epochs * steps * n * cfg.Batch
+					pairs += cfg.Epochs * steps
+					continue
+				}
+				samples += cfg.Epochs * m
+				pairs += (cfg.Epochs*((m+cfg.Batch-1)/cfg.Batch) + n - 1) / n
+			}
+			if drop && samples == 0 {
+				t.Fatalf("n=%d: the clients are too small to test dropping", n)
+			}
+			// the loss is the mean over (client, step) pairs of the counts, summed in float32
+			// (exact: integers below 2^24)
+			if met.Samples != samples || met.TrainLoss*float64(max(pairs, 1)) != float64(samples) {
+				t.Fatalf("n=%d drop_last %v: %d samples and loss×pairs %g, want %d samples in %d pairs", n, drop, met.Samples, met.TrainLoss*float64(pairs), samples, pairs)
+			}
 		}
 	}
 }

@@ -170,8 +170,12 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 			noise = append(noise, r.fed.Part.Noise[c])
 		}
 	}
-	plan, err := data.NewPlan(ids, own, data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
-		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase})
+	pc := data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase}
+	if r.cfg.DropLast {
+		pc.DropLast = per
+	}
+	plan, err := data.NewPlan(ids, own, pc)
 	if err != nil {
 		return nil, 0, err
 	}

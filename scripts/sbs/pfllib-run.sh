@@ -16,12 +16,14 @@
 #   --threads   OMP_NUM_THREADS and torch threads per process; pfl gets train.workers 1
 #               (default 1)
 #   --nice      niceness of every process (default 10)
+#   --side      pfl, pfllib or both (default): which side's runs to make (the other
+#               side's results, if any, stay in --out and are tabulated)
 #   --pfedme-theta  also run PFLlib's pFedMe evaluating each client's θ (a diagnostic:
 #               PFLlib's own pFedMe evaluation reads the global model; docs/fidelity.md)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-theta="" checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
+side=both theta="" checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
 # the costliest first, so that the last jobs are short ones
 algos="pfedme fedbabu ditto apfl fedrep fedrod perfedavg fedavg fedper fedbn"
 config=configs/sbs-pfllib-fmnist.yaml
@@ -35,14 +37,16 @@ while [ $# -gt 0 ]; do
     --jobs) jobs="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --nice) niceness="$2"; shift 2 ;;
+    --side) side="$2"; shift 2 ;;
     --pfedme-theta) theta=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "pfllib-run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$checkout" ] || { echo "pfllib-run.sh: --checkout DIR (a PFLlib checkout) is required" >&2; exit 2; }
 [ -f "$checkout/system/main.py" ] || { echo "pfllib-run.sh: --checkout $checkout: no system/main.py" >&2; exit 2; }
 case "$device" in cpu|cuda) ;; *) echo "pfllib-run.sh: --device $device: want cpu or cuda" >&2; exit 2 ;; esac
+case "$side" in pfl|pfllib|both) ;; *) echo "pfllib-run.sh: --side $side: want pfl, pfllib or both" >&2; exit 2 ;; esac
 [ -x bin/pfl ] || { echo "pfllib-run.sh: bin/pfl missing; run scripts/build.sh" >&2; exit 2; }
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
@@ -74,7 +78,8 @@ for s in $seeds; do
   bin/pfl partition -c "$config" --set "seed=$s" -out "$part"
   "$py" scripts/sbs/pfllib-data.py --export "$part" --out "$data"
   for a in $algos; do
-    printf '%s\n' "nice -n $niceness bin/pfl train -c $config --set seed=$s --set suite=[] $(pfl_sets "$a") --set name=sbs-pfllib-fmnist-s$s-$a --set out=$out/pfl --set device=$device --set train.workers=1 >$out/pfl-s$s-$a.log 2>&1" >>"$jobfile"
+    [ "$side" = pfllib ] || printf '%s\n' "nice -n $niceness bin/pfl train -c $config --set seed=$s --set suite=[] $(pfl_sets "$a") --set name=sbs-pfllib-fmnist-s$s-$a --set out=$out/pfl --set device=$device --set train.workers=1 >$out/pfl-s$s-$a.log 2>&1" >>"$jobfile"
+    [ "$side" = pfl ] && continue
     bn=""
     [ "$a" = fedbn ] && bn="--bn-model"
     printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py --checkout $checkout --data $data --algo $a --seed $s --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients --work $out/pfllib-work-s$s-$a --out $out/pfllib/s$s/$a.json $bn" >>"$jobfile"
