@@ -67,8 +67,9 @@ type Augment struct {
 // samples of its batch, which slots hold a real sample, and the augmentation draws. Each
 // client keeps its exact epoch semantics — ceil(m/B) steps per epoch, a reshuffle every
 // epoch, the last batch partial (or, with PlanConfig.DropLast, dropped) — and a client
-// whose epochs are done idles (mask 0) while larger clients go on. Every draw comes from the client's own (seed, purpose, round,
-// client) stream, so a client's batches do not depend on the clients beside it.
+// whose epochs are done idles (mask 0) while larger clients go on. Every draw comes from
+// the client's own (seed, purpose, round, client) stream, so a client's batches do not
+// depend on the clients beside it.
 type Plan struct {
 	K, B, Steps int
 	Clients     []int     // client ids, one per stack row
@@ -104,7 +105,7 @@ func NewPlan(ids []int, parts [][]int, c PlanConfig) (*Plan, error) {
 		return nil, fmt.Errorf("data: plan: %d ids for %d clients", len(ids), len(parts))
 	}
 	if c.Epochs < 1 || c.Batch < 1 || c.Augment.Pad < 0 || c.DropLast < 0 {
-		return nil, fmt.Errorf("data: plan: epochs %d, batch %d, pad %d and drop-last group %d must be positive", c.Epochs, c.Batch, c.Augment.Pad, c.DropLast)
+		return nil, fmt.Errorf("data: plan: epochs %d and batch %d must be positive, pad %d and drop-last group %d not negative", c.Epochs, c.Batch, c.Augment.Pad, c.DropLast)
 	}
 	p := &Plan{K: len(ids), B: c.Batch, Clients: ids, ClientSteps: make([]int, len(ids)), Config: c}
 	for i, part := range parts {

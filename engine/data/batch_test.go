@@ -94,10 +94,12 @@ func TestPlanDropsLastPartialGroup(t *testing.T) {
 			t.Fatalf("group %d: steps %v, want %v", tc.group, p.ClientSteps, tc.wantSteps)
 		}
 		c.DropLast = 0
-		full, _ := NewPlan([]int{0, 1, 2}, parts, c)
-		fullPer := []int{6, 2, 4}
+		full, err := NewPlan([]int{0, 1, 2}, parts, c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range parts {
-			per := tc.wantSteps[i] / 2
+			per, fullPer := tc.wantSteps[i]/2, full.ClientSteps[i]/2
 			for e := 0; e < 2; e++ {
 				seen := map[int]bool{}
 				for s := 0; s < per; s++ {
@@ -111,7 +113,7 @@ func TestPlanDropsLastPartialGroup(t *testing.T) {
 							t.Fatalf("group %d client %d epoch %d: sample %d twice", tc.group, i, e, idx)
 						}
 						seen[idx] = true
-						if want := full.Index[((e*fullPer[i]+s)*3+i)*2+b]; int64(idx) != want {
+						if want := full.Index[((e*fullPer+s)*3+i)*2+b]; int64(idx) != want {
 							t.Fatalf("group %d client %d epoch %d step %d: sample %d, the plan without dropping has %d", tc.group, i, e, s, idx, want)
 						}
 					}

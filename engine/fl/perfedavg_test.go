@@ -174,9 +174,10 @@ func TestStepperTakesEveryBatchOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var samples, pairs int
+			var samples, pairs, all int
 			for _, c := range met.Clients {
 				m := len(st.fed.Part.Train[c])
+				all += cfg.Epochs * m
 				if drop {
 					steps := m / (n * cfg.Batch)
 					samples += cfg.Epochs * steps * n * cfg.Batch
@@ -186,8 +187,8 @@ func TestStepperTakesEveryBatchOnce(t *testing.T) {
 				samples += cfg.Epochs * m
 				pairs += (cfg.Epochs*((m+cfg.Batch-1)/cfg.Batch) + n - 1) / n
 			}
-			if drop && samples == 0 {
-				t.Fatalf("n=%d: the clients are too small to test dropping", n)
+			if drop && (samples == 0 || samples == all) {
+				t.Fatalf("n=%d: the clients' sizes leave nothing (or everything) to drop: %d of %d samples", n, samples, all)
 			}
 			// the loss is the mean over (client, step) pairs of the counts, summed in float32
 			// (exact: integers below 2^24)
