@@ -31,6 +31,10 @@ type Config struct {
 	// (FedPerfix Table 1: each partial member by its local roles, stand-alone and with the
 	// head, and their mean); default none ("").
 	SuiteTable string `mapstructure:"suite_table" json:"suite_table"`
+	// Note is printed under a suite's results table as written (what the config's author
+	// measured about its members, such as a method that shows no advantage at this size);
+	// default none ("").
+	Note string `mapstructure:"note" json:"note,omitempty"`
 
 	// Seeds runs the experiment (every suite member at every sweep point) once per seed,
 	// each run in its own seed-<s> directory, and reports the mean ± std across seeds of

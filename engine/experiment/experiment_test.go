@@ -52,6 +52,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}{
 		{func(c *Config) { c.Algorithm.Name = "fedsgd" }, "algorithm.name"},
 		{func(c *Config) { c.Model.Preset = "resnet" }, "model.preset"},
+		{func(c *Config) { c.Note = "first line\nsecond line" }, "note"},
 		{func(c *Config) { c.Device = "tpu" }, "device"},
 		{func(c *Config) { c.Train.Participation = 0.01; c.Data.Clients = 10 }, "selects no client"},
 		{func(c *Config) { c.Train.Participation = 2 }, "participation"},
@@ -146,8 +147,8 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 			}
 		}
 		cells := strings.Split(row, " | ")
-		if len(cells) != 7 || cells[5] != fmt.Sprint(want) {
-			t.Errorf("%s's row %q: want %d client updates in the sixth column", name, row, want)
+		if len(cells) != 8 || cells[6] != fmt.Sprint(want) {
+			t.Errorf("%s's row %q: want %d client updates in the seventh column", name, row, want)
 		}
 	}
 	if !strings.Contains(res.Table, "| worst 10% | client updates | wall s |") {

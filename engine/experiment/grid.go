@@ -465,15 +465,17 @@ func (g *grid) tables(runs []*Result) string {
 	}
 	names := g.memberNames()
 	if len(g.cfg.Sweep) == 0 {
-		fmt.Fprintln(&b, "| algorithm | "+gridMetrics[0].title+" | "+gridMetrics[1].title+" | worst 10%, % | client updates | wall s |")
-		fmt.Fprintln(&b, "|---|---|---|---|---|---|")
+		fmt.Fprintln(&b, "| algorithm | "+gridMetrics[0].title+" | "+gridMetrics[1].title+" | trend over last evals, points | worst 10%, % | client updates | wall s |")
+		fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 		for mi, name := range names {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, cell(g.values(runs, 0, mi, gridMetrics[0].of)),
-				cell(g.values(runs, 0, mi, gridMetrics[1].of)), cell(g.values(runs, 0, mi, func(s *Summary) float64 { return 100 * s.Worst10 })),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, cell(g.values(runs, 0, mi, gridMetrics[0].of)),
+				cell(g.values(runs, 0, mi, gridMetrics[1].of)), cell(g.values(runs, 0, mi, tailTrend)),
+				cell(g.values(runs, 0, mi, func(s *Summary) float64 { return 100 * s.Worst10 })),
 				updatesCell(g.values(runs, 0, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) })),
 				cell(g.values(runs, 0, mi, func(s *Summary) float64 { return s.WallSeconds })))
 		}
-		return b.String()
+		fmt.Fprintln(&b, "\n"+trendText)
+		return b.String() + noteText(g.cfg.Note)
 	}
 	for _, met := range gridMetrics {
 		g.sweepTable(&b, met.title, names, func(pi, mi int) string { return cell(g.values(runs, pi, mi, met.of)) })
@@ -481,7 +483,25 @@ func (g *grid) tables(runs []*Result) string {
 	g.sweepTable(&b, "client updates (local trainings per run)", names, func(pi, mi int) string {
 		return updatesCell(g.values(runs, pi, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) }))
 	})
-	return b.String() + g.clientTables(runs)
+	g.sweepTable(&b, "trend over the last evaluations, points", names, func(pi, mi int) string {
+		return cell(g.values(runs, pi, mi, tailTrend))
+	})
+	fmt.Fprintln(&b, trendText)
+	return b.String() + noteText(g.cfg.Note) + g.clientTables(runs)
+}
+
+// tailTrend is a run's Summary.TailTrend in points.
+func tailTrend(s *Summary) float64 { return 100 * s.TailTrend }
+
+// trendText says how to read the trend column or table.
+const trendText = "Trend: the rise of the least-squares line through the FedTP-protocol evaluations of the last train.tail_rounds rounds, in points; one near 0 (within a few of the evaluations' ± std) is a curve that has flattened, a larger one a curve still moving when the run stopped."
+
+// noteText is the config's note as a paragraph of results.md, or nothing.
+func noteText(note string) string {
+	if note == "" {
+		return ""
+	}
+	return "\n" + note + "\n"
 }
 
 // sweepTable writes one table of a sweep: a row per point (its values), a column per

@@ -418,7 +418,7 @@ func runPage(r *runData, runs []*runData, suiteFlat map[string]any) page {
 	flat, _ := flatten(r.cfg)
 	p.Config = flatConfig(flat)
 	for _, kv := range p.Config {
-		if suiteFlat == nil || slices.Contains([]string{"name", "out", "suite", "suite_table"}, kv.Key) {
+		if suiteFlat == nil || slices.Contains([]string{"name", "out", "suite", "suite_table", "note"}, kv.Key) {
 			continue
 		}
 		if v, ok := suiteFlat[kv.Key]; !ok || jsonText(v) != kv.Value {

@@ -38,6 +38,11 @@ type Summary struct {
 	TailMean  float64 `json:"tail_mean"`
 	TailStd   float64 `json:"tail_std"`
 	TailEvals int     `json:"tail_evals"`
+	// TailTrend is the rise of the least-squares line through those evaluations (micro
+	// accuracy against round) across the rounds they span: near 0 (within a few TailStd) a
+	// curve that has flattened, clearly positive one still rising when the run stopped. 0
+	// with fewer than two evaluations in the window.
+	TailTrend float64 `json:"tail_trend"`
 
 	// ClientUpdates is the number of local trainings the run did: the clients trained, summed
 	// over its rounds (Local on its all-clients schedule trains every client every round).
@@ -669,7 +674,7 @@ func roundLine(m fl.RoundMetrics) metricsLine {
 func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Summary {
 	s := Summary{Name: name, Rounds: len(h)}
 	var last *fl.EvalResult
-	var tail []float64
+	var tail, tailRound []float64
 	for _, m := range h {
 		s.ClientUpdates += len(m.Clients)
 		if m.Eval == nil {
@@ -680,6 +685,7 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 		// rounds - 200: 41 evaluations at 1,500 rounds, every 5, from round 1,300 on
 		if m.Round+1 >= len(h)-tailRounds {
 			tail = append(tail, m.Eval.Micro)
+			tailRound = append(tailRound, float64(m.Round+1))
 		}
 	}
 	if last == nil {
@@ -710,7 +716,30 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	}
 	s.TailStd = math.Sqrt(s.TailStd)
 	s.TailEvals = len(tail)
+	s.TailTrend = trend(tailRound, tail)
 	return s
+}
+
+// trend is the rise of the least-squares line through (x_i, y_i) across x's span:
+// slope × (max x − min x); 0 for fewer than two distinct x.
+func trend(x, y []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i] / float64(len(x))
+		my += y[i] / float64(len(x))
+	}
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx * (slices.Max(x) - slices.Min(x))
 }
 
 // normalization is data.normalize's fixed constants for images of ch stored channels (nil

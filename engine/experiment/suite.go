@@ -166,7 +166,7 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 	if !dist.Writes(dist.FromContext(ctx)) {
 		return res, nil // rank 0 writes the suite's tables and plots
 	}
-	res.Table = table(res.Runs) + novelTable(res.Runs, members[0].Novel.ConvergeWithin)
+	res.Table = table(res.Runs, members[0].Note) + novelTable(res.Runs, members[0].Novel.ConvergeWithin)
 	if suiteTable == "sensitivity" {
 		res.Table += sensitivityTable(members, res.Runs)
 	}
@@ -188,9 +188,11 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 }
 
 // table writes both papers' protocols for every run: FedTP's (micro accuracy, mean ± std
-// over the evaluations of the last 200 rounds) and FedPerfix's (the last evaluation's
-// per-client mean ± std), the evaluation protocol the runs used, and the resource table.
-func table(runs []*Result) string {
+// over the evaluations of the last 200 rounds, and the trend across them, which says whether
+// the curve had flattened) and FedPerfix's (the last evaluation's per-client mean ± std), the
+// evaluation protocol the runs used, the config's note under the table, and the resource
+// table.
+func table(runs []*Result, note string) string {
 	var b strings.Builder
 	protocols := map[string]bool{}
 	for _, r := range runs {
@@ -201,18 +203,23 @@ func table(runs []*Result) string {
 			fmt.Fprintf(&b, "Evaluation protocol (train.eval_protocol): %s — %s.\n\n", p, protocolText[p])
 		}
 	}
-	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | final per-client mean ± std | worst 10% | client updates | wall s |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| algorithm | accuracy, FedTP protocol (mean ± std over last evals) | evals | trend over last evals | final per-client mean ± std | worst 10% | client updates | wall s |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
 		tail := fmt.Sprintf("%.2f ± %.2f", 100*s.TailMean, 100*s.TailStd)
 		if s.TailEvals < 2 { // one evaluation has no spread to show, not a spread of 0
 			tail = fmt.Sprintf("%.2f ± n/a", 100*s.TailMean)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, tail, s.TailEvals,
+		trend := fmt.Sprintf("%+.2f", 100*s.TailTrend)
+		if s.TailEvals < 2 {
+			trend = "n/a"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, tail, s.TailEvals, trend,
 			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
 	}
-	return b.String() + resourceTable(runs)
+	fmt.Fprintln(&b, "\n"+trendText)
+	return b.String() + noteText(note) + resourceTable(runs)
 }
 
 // protocolText says what each evaluation protocol means, for results.md.

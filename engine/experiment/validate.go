@@ -52,6 +52,9 @@ func (c Config) Validate() error {
 		}
 		labels = append(labels, m.label)
 	}
+	if strings.Contains(c.Note, "\n") {
+		k.Fail("note", "%q has a line break; want one line (a YAML folded scalar, >-, joins lines)", c.Note)
+	}
 	k.OneOf("suite_table", c.SuiteTable, "", "sensitivity")
 	if c.SuiteTable != "" && len(c.Suite) == 0 {
 		k.Fail("suite_table", "%q, but there is no suite", c.SuiteTable)
@@ -259,7 +262,7 @@ func (c Config) validateTrain(k *checker) {
 
 // unsweepable are the keys a sweep may not range over: the run's location and the keys
 // that define the grid itself (seeds take the place of sweeping seed).
-var unsweepable = []string{"name", "out", "seed", "seeds", "suite", "suite_table", "sweep"}
+var unsweepable = []string{"name", "out", "seed", "seeds", "suite", "suite_table", "note", "sweep"}
 
 // validateGrid checks seeds and the sweep block's keys and values (each point's whole
 // config is checked by RunGrid before any point runs).

@@ -116,6 +116,8 @@ def main():
             res = json.load(f)
     res["final_pooled_acc"] = res["test_avg_acc"][-1]
     res["final_client_acc"] = [float(x) for x in evals[-1]]
+    # every test evaluation's per-client accuracies, in step order (the first is before training)
+    res["client_acc_per_eval"] = [[float(x) for x in e] for e in evals]
     res["args"] = vars(a)
     if a.out:
         with open(a.out, "w") as f:

@@ -65,8 +65,12 @@ def main():
         fmean = summary["final_mean"] / 100.0 if summary["final_mean"] > 1.0 else summary["final_mean"]
         if abs(mean - fmean) > 1e-3:
             sys.exit(f"pfl_side: client mean from per-client numbers {mean:.4f}, summary.json final_mean {fmean:.4f}")
+    # every evaluation's per-client accuracies (fractions), in round order
+    per_eval = [{"round": l["round"], "client_acc": [float(x) / scale for x in l["per_client"]]}
+                for l in lines if l.get("per_client")]
     res = {"round": last["round"], "final_pooled_acc": pooled, "final_mean_acc": mean,
-           "final_client_acc": acc, "test_counts": n, "summary": summary, "command": cmd}
+           "final_client_acc": acc, "client_acc_per_eval": per_eval, "test_counts": n,
+           "summary": summary, "command": cmd}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
