@@ -195,6 +195,7 @@ type (
 	HyperConfig     = fl.HyperSettings     // algorithm.hyper
 	KNNConfig       = fl.KNN               // algorithm.knn
 	FedRepConfig    = fl.FedRepConfig      // algorithm.fedrep
+	FedBABUConfig   = fl.FedBABUConfig     // algorithm.fedbabu
 	DittoConfig     = fl.DittoConfig       // algorithm.ditto
 	APFLConfig      = fl.APFLConfig        // algorithm.apfl
 	PerFedAvgConfig = fl.PerFedAvgSettings // algorithm.perfedavg

@@ -101,7 +101,7 @@ func TestEveryBaselineBeatsChanceOnFashionMNIST(t *testing.T) {
 		bn       bool
 		perRound int
 	}{{FedAvg(), false, 5}, {FedProx{Mu: 0.01}, false, 5}, {Local(), false, 5}, {FedPer(), false, 5}, {FedBN(), true, 10},
-		{FedRep{FedRepConfig{RepEpochs: 1}}, false, 5}, {FedBABU{FineTuneSteps: 1}, false, 5}, {&FedRoD{}, false, 5}} {
+		{FedRep{FedRepConfig{RepEpochs: 1}}, false, 5}, {FedBABU{FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 1}}, false, 5}, {&FedRoD{}, false, 5}} {
 		res := runFashion(t, sp, pc, c.s, c.bn, c.perRound)
 		const z = 4
 		if floor := res.Blind + z*stdErr(res.Blind, res.n()); !(res.Micro > floor) {

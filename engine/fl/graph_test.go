@@ -63,7 +63,7 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 		}, 1},
 		{"fedrep", func() Strategy { return FedRep{FedRepConfig{RepEpochs: 1}} }, 2},
 		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside
-		{"fedbabu", func() Strategy { return FedBABU{} }, 2},
+		{"fedbabu", func() Strategy { return FedBABU{FedBABUConfig{FineTuneEpochs: 1}} }, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ func TestPhasesTrainOnlyTheirParameters(t *testing.T) {
 func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
 	cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU, EvalEvery: 1}
-	r, err := New(cfg, FedBABU{FineTuneSteps: 2}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	r, err := New(cfg, FedBABU{FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 2}}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
 	cfg := Config{Rounds: 1, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU}
-	f := FedBABU{FineTuneSteps: 1}
+	f := FedBABU{FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 1}}
 	r, err := New(cfg, f, st.fed, st.train, st.test, convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +126,27 @@ func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
 	for name, v := range snapshot(r.global) {
 		if !slices.Equal(v, global[name]) {
 			t.Errorf("%s of the global model changed in an evaluation", name)
+		}
+	}
+}
+
+// TestFedBABUFineTuneLength: algorithm.fedbabu sets the fine-tuning phase the registry's
+// fedbabu runs: FedPerfix's one step by default, PFLlib's 10 whole epochs when set.
+func TestFedBABUFineTuneLength(t *testing.T) {
+	for _, c := range []struct {
+		epochs, steps int
+	}{{1, 1}, {10, 0}, {2, 3}} {
+		s := DefaultSettings()
+		s.Name = "fedbabu"
+		if c.epochs != 1 || c.steps != 1 { // else the defaults
+			EditOwn(&s, func(o *FedBABUConfig) { o.FineTuneEpochs, o.FineTuneSteps = c.epochs, c.steps })
+		}
+		ft, ok := s.Strategy().(FineTuner)
+		if !ok {
+			t.Fatal("fedbabu does not fine-tune")
+		}
+		if ph := ft.FineTune(); ph.Epochs != c.epochs || ph.Steps != c.steps {
+			t.Errorf("fine_tune_epochs %d, fine_tune_steps %d: phase of %d epochs, %d steps", c.epochs, c.steps, ph.Epochs, ph.Steps)
 		}
 	}
 }

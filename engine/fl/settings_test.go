@@ -68,6 +68,8 @@ func TestSettingsRefuseNamingTheKey(t *testing.T) {
 		{func(s *Settings) { s.LocalClients = "sampled" }, "algorithm.local_clients"},
 		{func(s *Settings) { s.LocalBlocks = []int{1} }, "algorithm.local_roles"},
 		{func(s *Settings) { s.Name = "fedrep"; EditOwn(s, func(c *FedRepConfig) { c.RepEpochs = 2 }) }, "algorithm.fedrep.rep_epochs"},
+		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneEpochs = 0 }) }, "algorithm.fedbabu.fine_tune_epochs"},
+		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneSteps = -1 }) }, "algorithm.fedbabu.fine_tune_steps"},
 		{func(s *Settings) { s.Name, s.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
 		{func(s *Settings) { s.Name = "partial" }, "algorithm.local_roles"},
 		{func(s *Settings) {
