@@ -208,12 +208,9 @@ func table(runs []*Result, note string) string {
 	for _, r := range runs {
 		s := r.Summary
 		tail := fmt.Sprintf("%.2f ± %.2f", 100*s.TailMean, 100*s.TailStd)
-		if s.TailEvals < 2 { // one evaluation has no spread to show, not a spread of 0
-			tail = fmt.Sprintf("%.2f ± n/a", 100*s.TailMean)
-		}
 		trend := fmt.Sprintf("%+.2f", 100*s.TailTrend)
-		if s.TailEvals < 2 {
-			trend = "n/a"
+		if s.TailEvals < 2 { // one evaluation has no spread or trend to show, not one of 0
+			tail, trend = fmt.Sprintf("%.2f ± n/a", 100*s.TailMean), "n/a"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, tail, s.TailEvals, trend,
 			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
