@@ -795,18 +795,53 @@ func keysOf(keys []string, section string) []string {
 }
 
 // setValue reads a --set or environment value: "[a, b]" is a list (suite,
-// algorithm.generate, novel.tune), anything else a string that decoding converts to the
-// key's type.
+// algorithm.generate, novel.tune, a sweep's values), anything else a string that decoding
+// converts to the key's type. A list item may be quoted, as in YAML's flow style, and then
+// holds commas, brackets and semicolons of its own: --set 'suite=[fedtp, "p: a=[x, y]; b=2"]'
+// is two members, the second without its quotes.
 func setValue(val string) any {
 	inner, ok := strings.CutPrefix(val, "[")
 	if inner, ok2 := strings.CutSuffix(inner, "]"); ok && ok2 {
 		items := []string{}
-		for _, it := range strings.Split(inner, ",") {
-			if it = strings.TrimSpace(it); it != "" {
+		for _, it := range splitItems(inner) {
+			if it = unquote(strings.TrimSpace(it)); it != "" {
 				items = append(items, it)
 			}
 		}
 		return items
 	}
 	return val
+}
+
+// splitItems splits a list's inside at the commas outside quotes and brackets.
+func splitItems(s string) []string {
+	var items []string
+	var quote rune
+	depth, start := 0, 0
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == '[':
+			depth++
+		case r == ']':
+			depth--
+		case r == ',' && depth == 0:
+			items = append(items, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(items, s[start:])
+}
+
+// unquote strips one pair of matching quotes around an item.
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
 }

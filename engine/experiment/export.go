@@ -41,8 +41,8 @@ type ClientSplit struct {
 	TestLabels  []int64 `json:"test_labels"`
 }
 
-// ExportPartition builds the partition a run of cfg (one run: no seeds or sweep; a
-// suite's members share it unless one sets a data key or the seed) trains on, through the
+// ExportPartition builds the partition a run of cfg (one run, or a grid of one sweep point
+// and one seed; a suite's members share it unless one sets a data key or the seed) trains on, through the
 // same data stage as the run, and writes its manifest (partition.json, partition.png) and
 // the clients' indices (clients.json) to dir. Text datasets and feature noise have no
 // such export.
@@ -53,7 +53,11 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 		return out, err
 	}
 	if cfg.IsGrid() {
-		return out, fmt.Errorf("seeds or a sweep make several partitions; export one run's (--set seed=S)")
+		one, err := onePartition(cfg)
+		if err != nil {
+			return out, err
+		}
+		cfg = one
 	}
 	for _, e := range cfg.Suite {
 		keys, err := MemberKeys(e)
@@ -130,4 +134,27 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 		return out, fmt.Errorf("export: %w", err)
 	}
 	return out, nil
+}
+
+// onePartition is the run config of a grid that has one sweep point and one seed (a swept
+// config narrowed by --set to one value and one seed), which trains on one partition; a grid
+// of more is an error that says how to narrow it.
+func onePartition(cfg Config) (Config, error) {
+	points := sweepPoints(cfg.Sweep)
+	seeds := cfg.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{cfg.Seed}
+	}
+	if len(points) != 1 || len(seeds) != 1 {
+		return cfg, fmt.Errorf("%d sweep point(s) and %d seed(s) make several partitions; export one run's: --set 'seeds=[S]' and one value of each swept key (--set 'sweep.KEY=[V]')",
+			len(points), len(seeds))
+	}
+	one := cfg
+	one.Seeds, one.Sweep, one.Seed = nil, nil, seeds[0]
+	one, err := setKeys(one, "sweep point "+points[0].name, points[0].sets)
+	if err != nil {
+		return cfg, err
+	}
+	one = one.Resolved()
+	return one, one.Validate()
 }

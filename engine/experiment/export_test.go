@@ -95,3 +95,31 @@ func TestExportPartitionRefusesSeveralPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestExportPartitionOfAOnePointGrid: a swept config narrowed to one value and one seed
+// exports the partition its one run trains on (the plain run with that value and seed);
+// two values are refused, naming the sweep.
+func TestExportPartitionOfAOnePointGrid(t *testing.T) {
+	base := Config{Data: DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2,
+		Alpha: 0.3, MinSize: 5}, Train: TrainConfig{Participation: 1}}
+	plain := base
+	plain.Seed, plain.Data.Partition = 2, "dirichlet"
+	want, err := ExportPartition(context.Background(), filled(plain), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid := base
+	grid.Seeds = []uint64{2}
+	grid.Sweep = []SweepAxis{{Key: "data.partition", Values: []string{"dirichlet"}}}
+	got, err := ExportPartition(context.Background(), filled(grid), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != want.Hash {
+		t.Fatalf("the one-point grid exported partition %s, its run trains on %s", got.Hash, want.Hash)
+	}
+	grid.Sweep[0].Values = []string{"dirichlet", "pathological"}
+	if _, err := ExportPartition(context.Background(), filled(grid), t.TempDir()); err == nil || !strings.Contains(err.Error(), "sweep") {
+		t.Fatalf("two sweep values: got %v, want an error naming the sweep", err)
+	}
+}
