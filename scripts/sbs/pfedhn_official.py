@@ -15,7 +15,10 @@ trainer's argparse defaults unless a flag below overrides them.
 stored training set (data_batch_1..5 in order; the official code holds --val-size of them out
 as a validation split with torch's random_split, and those appear in no list) and its test
 indices into test_batch: pfl's data.partition: file. With --partition, the run checks that it
-drew exactly that partition and stops otherwise.
+drew exactly that partition and stops otherwise. --train-seed S re-seeds every random stream
+(set_seed(S)) right after the partition is drawn, so that the hypernetwork's initialization,
+the clients' order and the batches change while the partition stays --seed's: the official
+side's counterpart of pfl's seed on a partition file.
 
 The result JSON holds the official results dict (test_avg_acc is the test accuracy pooled over
 all clients' test samples at each evaluation; best_test_acc_based_on_val_beststep the same at
@@ -59,6 +62,7 @@ def main():
     ap.add_argument("--export", help="write the partition here and stop")
     ap.add_argument("--partition", help="check that the run draws this exported partition")
     ap.add_argument("--out", help="result JSON")
+    ap.add_argument("--train-seed", type=int, help="re-seed after the partition is drawn (default: --seed's stream goes on)")
     a = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -91,6 +95,8 @@ def main():
             if want != drawn:
                 raise SystemExit(f"pfedhn: the run drew another partition than {a.partition}")
             print(f"pfedhn: the run drew {a.partition}'s partition")
+        if a.train_seed is not None:
+            set_seed(a.train_seed)
 
     N.BaseNodes._init_dataloaders = recording_init
     evals = []
@@ -122,7 +128,7 @@ def main():
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
-    print(f"pfedhn: seed {a.seed}: final pooled test accuracy {res['final_pooled_acc']:.4f}, "
+    print(f"pfedhn: seed {a.seed}, training seed {a.train_seed}: final pooled test accuracy {res['final_pooled_acc']:.4f}, "
           f"at best validation {res['best_test_acc_based_on_val_beststep'][-1]:.4f}")
 
 

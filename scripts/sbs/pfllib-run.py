@@ -173,6 +173,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--bn-model", action="store_true", help="FedAvgCNN with BatchNorm (for FedBN)")
     ap.add_argument("--pfedme-theta", action="store_true", help="pFedMe: evaluate each client's θ (a diagnostic)")
+    ap.add_argument("--torch-seed", type=int,
+                    help="a diagnostic: seed torch with this where PFLlib seeds it with 0 (main.py and every client), "
+                         "to vary PFLlib's training randomness on one partition")
     ap.add_argument("--reparse", action="store_true", help="only read the log beside --out again and rewrite --out")
     a = ap.parse_args()
     log_path = os.path.splitext(a.out)[0] + ".log"
@@ -214,6 +217,9 @@ def main():
             sys.exit("pfllib-run: --pfedme-theta is for --algo pfedme")
         pfedme_theta()
 
+    if a.torch_seed is not None:
+        fixed = torch.manual_seed  # main.py and clientbase.py call torch.manual_seed(0)
+        torch.manual_seed = lambda s: fixed(a.torch_seed if s == 0 else s)
     algo, flags = ALGOS[a.algo]
     argv = ["main.py", "-data", name, "-m", "CNN", "-algo", algo, "-gr", str(a.rounds), "-eg", str(a.eval_gap),
             "-nc", str(a.clients), "-dev", a.device, "-t", "1"] + flags
@@ -240,7 +246,7 @@ def write(a, algo, cmd, log, seconds, log_path):
     if not evals:
         sys.exit(f"pfllib-run: {log_path}: PFLlib printed no evaluation")
     res = {"algorithm": a.algo, "pfllib_algorithm": algo, "seed": a.seed, "device": a.device, "bn_model": a.bn_model,
-           "pfedme_theta": a.pfedme_theta,
+           "pfedme_theta": a.pfedme_theta, "torch_seed": a.torch_seed,
            "cmd": cmd, "seconds": seconds, "evals": evals}
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
