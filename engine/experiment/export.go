@@ -52,13 +52,6 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 	if err := cfg.Validate(); err != nil {
 		return out, err
 	}
-	if cfg.IsGrid() {
-		one, err := onePartition(cfg)
-		if err != nil {
-			return out, err
-		}
-		cfg = one
-	}
 	for _, e := range cfg.Suite {
 		keys, err := MemberKeys(e)
 		if err != nil {
@@ -69,6 +62,13 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 				return out, fmt.Errorf("suite member %q sets %s: its partition is not the suite's", e, k)
 			}
 		}
+	}
+	if cfg.IsGrid() {
+		one, err := onePartition(cfg)
+		if err != nil {
+			return out, err
+		}
+		cfg = one
 	}
 	spec, err := fetch.Resolve(ctx, cfg.Data.Dataset, cfg.Data.Download, fetch.Options{Progress: os.Stderr})
 	if err != nil {
@@ -136,25 +136,19 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 	return out, nil
 }
 
-// onePartition is the run config of a grid that has one sweep point and one seed (a swept
-// config narrowed by --set to one value and one seed), which trains on one partition; a grid
-// of more is an error that says how to narrow it.
+// onePartition is the config of the one run of a grid that has one sweep point and one
+// seed (a swept config narrowed by --set to one value and one seed): the grid's own
+// expansion, so the export draws what that run trains on. Its members share the partition
+// (the caller has checked that none sets a data key or the seed). A larger grid is an
+// error that says how to narrow it.
 func onePartition(cfg Config) (Config, error) {
-	points := sweepPoints(cfg.Sweep)
-	seeds := cfg.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{cfg.Seed}
-	}
-	if len(points) != 1 || len(seeds) != 1 {
-		return cfg, fmt.Errorf("%d sweep point(s) and %d seed(s) make several partitions; export one run's: --set 'seeds=[S]' and one value of each swept key (--set 'sweep.KEY=[V]')",
-			len(points), len(seeds))
-	}
-	one := cfg
-	one.Seeds, one.Sweep, one.Seed = nil, nil, seeds[0]
-	one, err := setKeys(one, "sweep point "+points[0].name, points[0].sets)
+	g, err := newGrid(cfg)
 	if err != nil {
 		return cfg, err
 	}
-	one = one.Resolved()
-	return one, one.Validate()
+	if len(g.points) != 1 || len(g.seeds) != 1 {
+		return cfg, fmt.Errorf("%d sweep point(s) and %d seed(s) make several partitions; export one run's: --set 'seeds=[S]' and one value of each swept key (--set 'sweep.KEY=[V]')",
+			len(g.points), len(g.seeds))
+	}
+	return g.leaves[0].cfg, nil
 }
