@@ -7,7 +7,9 @@ is evaluated with. pfl's is metrics.jsonl's `accuracy` (Σ correct / Σ predicti
 round r (0-based) is PFLlib's "Round number" r + 1 (both: after r + 1 rounds of training).
 
   final  the evaluation after the last round. FedBABU's PFLlib number is the one after its
-         end-of-training fine-tuning (pfl fine-tunes before every evaluation instead).
+         end-of-training fine-tuning (pfl fine-tunes before every evaluation instead),
+         which follows one more round of training (range(global_rounds + 1)): pfl's
+         FedBABU member trains R + 1 rounds and its final is the evaluation after R + 1.
   tail   the mean of the evaluations after rounds R - T ... R (T = the config's tail_rounds)
          on both sides; PFLlib's Ditto prints a global and a personalized evaluation per
          round and the personalized one is taken; FedBABU's PFLlib per-round evaluations are
@@ -54,6 +56,15 @@ def pfllib_evals(out, seed, algo, file=None):
     return ev, tuned
 
 
+def pfl_final(p, algo, rounds):
+    """pfl's final accuracy: after round rounds, or rounds + 1 for FedBABU (see above)."""
+    if not p:
+        return None
+    if algo == "fedbabu" and rounds + 1 in p:
+        return p[rounds + 1]
+    return p.get(rounds)
+
+
 def cell(vals):
     vals = [v for v in vals if v is not None]
     if not vals:
@@ -86,12 +97,12 @@ def main():
         for s in seeds:
             p = pfl_evals(a.out, s, algo)
             l, tuned = pfllib_evals(a.out, s, algo, file)
-            if not p or not l or a.rounds not in p or (a.rounds not in l and tuned is None):
+            if not p or not l or pfl_final(p, algo, a.rounds) is None or (a.rounds not in l and tuned is None):
                 continue  # a seed counts only where both sides finished (paired means)
             n += 1
             window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
             if p:
-                cols["pf"].append(p.get(a.rounds))
+                cols["pf"].append(pfl_final(p, algo, a.rounds))
                 w = window(p)
                 cols["pt"].append(sum(w) / len(w) if w else None)
             if l:
@@ -111,14 +122,14 @@ def main():
             for x in seeds:
                 p = pfl_evals(a.out, x, algo)
                 l, tuned = pfllib_evals(a.out, x, algo, file)
-                pf = p.get(a.rounds) if p else None
+                pf = pfl_final(p, algo, a.rounds)
                 lf = (tuned if tuned is not None else l.get(a.rounds)) if l else None
                 cells += ["—" if v is None else f"{100 * v:.2f}" for v in (pf, lf)]
             if file != algo and cells[1::2].count("—") == len(seeds):
                 continue
             print(f"| {label} | " + " | ".join(cells) + " |")
     print(f"\nseeds {' '.join(seeds)}; accuracy in % (pooled over clients' test samples), mean ± half the range over seeds; "
-          f"final: after round {a.rounds}; tail: mean of the evaluations after rounds {a.rounds - a.tail} to {a.rounds}")
+          f"final: after round {a.rounds} (pfl's FedBABU: {a.rounds + 1}, PFLlib's after its extra round); tail: mean of the evaluations after rounds {a.rounds - a.tail} to {a.rounds}")
 
 
 if __name__ == "__main__":
