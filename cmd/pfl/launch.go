@@ -153,6 +153,12 @@ func launchCmd(args []string, out io.Writer) error {
 			continue
 		}
 		failed = &e
+		if interrupted {
+			// A rank that stops on the interrupt exits with an error; the others got the same
+			// signal and stop after their round in progress. A SIGTERM now would be their
+			// second signal, which stops them at once: rank 0 before it says where it stopped.
+			continue
+		}
 		for r, c := range procs {
 			if !done[r] {
 				c.Process.Signal(syscall.SIGTERM)
