@@ -402,3 +402,39 @@ func TestInterruptSavesAndStops(t *testing.T) {
 		t.Fatalf("resume: %v (%d rounds, want %d)", err, len(res.History), cfg.Train.Rounds)
 	}
 }
+
+// TestResumeExtendsAFinishedRun: a finished run resumed with more rounds (train.rounds is
+// one of the keys a resume may change) must equal the longer run trained at once, since
+// every random stream derives from (seed, purpose, round, client) and not from the total;
+// the studies in bench/RESULTS.md were lengthened this way.
+func TestResumeExtendsAFinishedRun(t *testing.T) {
+	ref := t.TempDir()
+	long := resumeConfig(ref, 2)
+	if _, err := Run(context.Background(), long, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := metricsWithoutTimes(t, filepath.Join(ref, "killed"))
+	out := t.TempDir()
+	short := resumeConfig(out, 2)
+	short.Train.Rounds = long.Train.Rounds - 2
+	if _, err := Run(context.Background(), short, nil); err != nil {
+		t.Fatal(err)
+	}
+	extended, err := LoadRunConfig(filepath.Join(out, "killed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extended.Train.Rounds = long.Train.Rounds
+	var log bytes.Buffer
+	res, err := ResumeWith(context.Background(), extended, Lines{&log})
+	if err != nil {
+		t.Fatalf("resume to %d rounds: %v\n%s", long.Train.Rounds, err, log.String())
+	}
+	if !strings.Contains(log.String(), fmt.Sprintf("after round %d", short.Train.Rounds)) {
+		t.Errorf("resume did not start after round %d:\n%s", short.Train.Rounds, log.String())
+	}
+	if len(res.History) != long.Train.Rounds {
+		t.Fatalf("extended run has %d rounds, want %d", len(res.History), long.Train.Rounds)
+	}
+	sameMetrics(t, filepath.Join(out, "killed"), want)
+}

@@ -9,7 +9,8 @@ round r (0-based) is PFLlib's "Round number" r + 1 (both: after r + 1 rounds of 
   final  the evaluation after the last round. FedBABU's PFLlib number is the one after its
          end-of-training fine-tuning (pfl fine-tunes before every evaluation instead),
          which follows one more round of training (range(global_rounds + 1)): pfl's
-         FedBABU member trains R + 1 rounds and its final is the evaluation after R + 1.
+         FedBABU member trains R + 1 rounds. pfl's final is each run's evaluation after
+         its own last round (its config.json's train.rounds), missing if it stopped early.
   tail   the mean of the evaluations after rounds R - T ... R (T = the config's tail_rounds)
          on both sides; PFLlib's Ditto prints a global and a personalized evaluation per
          round and the personalized one is taken; FedBABU's PFLlib per-round evaluations are
@@ -56,13 +57,13 @@ def pfllib_evals(out, seed, algo, file=None):
     return ev, tuned
 
 
-def pfl_final(p, algo, rounds):
-    """pfl's final accuracy: after round rounds, or rounds + 1 for FedBABU (see above)."""
-    if not p:
+def pfl_final(out, seed, algo, ev):
+    """pfl's final accuracy: the evaluation after the run's own last round, or None."""
+    if not ev:
         return None
-    if algo == "fedbabu" and rounds + 1 in p:
-        return p[rounds + 1]
-    return p.get(rounds)
+    path = os.path.join(out, "pfl", f"sbs-pfllib-fmnist-s{seed}-{algo}", "config.json")
+    with open(path) as f:
+        return ev.get(json.load(f)["train"]["rounds"])
 
 
 def cell(vals):
@@ -97,12 +98,12 @@ def main():
         for s in seeds:
             p = pfl_evals(a.out, s, algo)
             l, tuned = pfllib_evals(a.out, s, algo, file)
-            if not p or not l or pfl_final(p, algo, a.rounds) is None or (a.rounds not in l and tuned is None):
+            if not p or not l or pfl_final(a.out, s, algo, p) is None or (a.rounds not in l and tuned is None):
                 continue  # a seed counts only where both sides finished (paired means)
             n += 1
             window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
             if p:
-                cols["pf"].append(pfl_final(p, algo, a.rounds))
+                cols["pf"].append(pfl_final(a.out, s, algo, p))
                 w = window(p)
                 cols["pt"].append(sum(w) / len(w) if w else None)
             if l:
@@ -122,7 +123,7 @@ def main():
             for x in seeds:
                 p = pfl_evals(a.out, x, algo)
                 l, tuned = pfllib_evals(a.out, x, algo, file)
-                pf = pfl_final(p, algo, a.rounds)
+                pf = pfl_final(a.out, x, algo, p)
                 lf = (tuned if tuned is not None else l.get(a.rounds)) if l else None
                 cells += ["—" if v is None else f"{100 * v:.2f}" for v in (pf, lf)]
             if file != algo and cells[1::2].count("—") == len(seeds):
