@@ -108,7 +108,7 @@ func TestHostileInputIsHandled(t *testing.T) {
 			func(t *testing.T, _ string) { wholeTime(t, filepath.Join(tmp, "seg")) }},
 		{"a deep, narrow model beyond memory", nil, with("--set", "name=a", "--set", "model.preset=tiny-vit", "--set", "model.depth=100000",
 			"--set", "model.dim=8", "--set", "model.heads=1", "--set", "model.head_dim=8", "--set", "model.mlp=8"), 1, "model.depth", noRunAt(filepath.Join(tmp, "a"))},
-		{"a run that diverges", nil, with("--set", "name=nan", "--set", "train.lr=1e6", "--set", "train.rounds=4"), 1, "not finite",
+		{"a run that diverges", nil, with("--set", "name=nan", "--set", "train.lr=1e6", "--set", "train.rounds=4"), 0, "diverged at round",
 			func(t *testing.T, _ string) {
 				var s struct {
 					Rounds   int `json:"rounds"`

@@ -137,23 +137,35 @@ func TestBadInputIsAClearError(t *testing.T) {
 	}
 }
 
-// TestDivergedRunKeepsItsState: a run whose loss becomes NaN stops with the key to blame,
-// after saving the last good state in files that hold the non-finite values.
+// TestDivergedRunKeepsItsState: a run whose loss becomes NaN ends as "diverged at round N"
+// (exit 0: a result), after saving the last good state in files that hold the non-finite
+// values; resuming it does nothing; with --stop-on-divergence the same run is an error
+// naming the clients and where the last good state is.
 func TestDivergedRunKeepsItsState(t *testing.T) {
 	tmp := t.TempDir()
-	r := runPFL(t, tmp, nil, "train", "-c", filepath.Join(wd(t), "../../configs/quickstart-fmnist.yaml"),
+	args := []string{"train", "-c", filepath.Join(wd(t), "../../configs/quickstart-fmnist.yaml"),
 		"--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=4",
-		"--set", "train.participation=0.5", "--set", "train.eval_every=1", "--set", "out="+tmp, "--set", "name=nan", "--set", "train.lr=1e6")
-	if r.code != 1 || !strings.Contains(r.output, "not finite") || !strings.Contains(r.output, "saved in") {
+		"--set", "train.participation=0.5", "--set", "train.eval_every=1", "--set", "out=" + tmp, "--set", "train.lr=1e6"}
+	r := runPFL(t, tmp, nil, append(args, "--set", "name=nan")...)
+	if r.code != 0 || !strings.Contains(r.output, "diverged at round") || !strings.Contains(r.output, "not finite") {
 		t.Fatalf("exit %d:\n%s", r.code, r.output)
 	}
-	for _, f := range []string{"checkpoint.safetensors", "config.json", "metrics.jsonl"} {
+	for _, f := range []string{"checkpoint.safetensors", "config.json", "metrics.jsonl", "summary.json", "accuracy.png", "loss.png"} {
 		if _, err := os.Stat(filepath.Join(tmp, "nan", f)); err != nil {
 			t.Error(err)
 		}
 	}
 	if e := runPFL(t, tmp, nil, "eval", filepath.Join(tmp, "nan")); e.code != 0 {
 		t.Fatalf("eval of the saved state: exit %d\n%s", e.code, e.output)
+	}
+	before := testenv.Snapshot(t, filepath.Join(tmp, "nan"))
+	if e := runPFL(t, tmp, nil, "train", "--resume", filepath.Join(tmp, "nan")); e.code != 0 || !strings.Contains(e.output, "nothing to do") {
+		t.Fatalf("resume of the diverged run: exit %d\n%s", e.code, e.output)
+	}
+	testenv.SameFiles(t, before, testenv.Snapshot(t, filepath.Join(tmp, "nan")))
+	s := runPFL(t, tmp, nil, append(args, "--set", "name=stop", "--stop-on-divergence")...)
+	if s.code != 1 || !strings.Contains(s.output, "not finite") || !strings.Contains(s.output, "saved in") {
+		t.Fatalf("--stop-on-divergence: exit %d:\n%s", s.code, s.output)
 	}
 }
 

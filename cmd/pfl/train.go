@@ -25,9 +25,10 @@ func trainCmd(args []string, out io.Writer) error {
 	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
 	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and exit")
+	stopDiv := fs.Bool("stop-on-divergence", false, "end the whole suite, seeds or sweep at the first run whose training loss is not finite (default: that run ends as diverged and the others go on)")
 	dry := fs.Bool("dry-run", false, "check the config, prepare every run (data, models, memory), time its first round and one evaluation and project the wall time; write nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml|name] [--set key=value]... [--overwrite] [--print-config] [--dry-run] | --resume <run dir> [--set key=value]...")
+		fmt.Fprintln(fs.Output(), "Usage: pfl train [-c config.yaml|name] [--set key=value]... [--overwrite] [--stop-on-divergence] [--print-config] [--dry-run] | --resume <run dir> [--set key=value]... [--stop-on-divergence]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "\nalgorithm.name (and suite) take: "+fl.AlgorithmNames()+" (pfl algorithms describes them)")
 	}
@@ -40,7 +41,7 @@ func trainCmd(args []string, out io.Writer) error {
 		if *path != "" || *overwrite || *printCfg || *dry {
 			return fmt.Errorf("--resume continues a run with its own config; drop -c, --overwrite, --print-config and --dry-run")
 		}
-		return resumeRun(ctx, *resume, sets, out)
+		return resumeRun(ctx, *resume, sets, experiment.Options{Observer: observer(out), StopOnDivergence: *stopDiv}, out)
 	}
 	cfg, sources, err := loadConfigSources(*path, sets)
 	if err != nil {
@@ -58,7 +59,7 @@ func trainCmd(args []string, out io.Writer) error {
 	if *dry {
 		return dryRun(ctx, out, cfg)
 	}
-	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite}
+	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite, StopOnDivergence: *stopDiv}
 	ctx, leave, err := joinGroup(ctx, cfg, out)
 	if err != nil {
 		return err
@@ -128,7 +129,7 @@ func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (conte
 
 // resumeRun continues a run or a suite; --set may change the keys a resumed run may change
 // (the run refuses any other difference, naming it).
-func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) error {
+func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.Options, out io.Writer) error {
 	if cfg, err := experiment.LoadRunConfig(dir); err == nil { // else the resume names what is wrong
 		if err := checkDevice(cfg.Device); err != nil {
 			return err
@@ -138,7 +139,7 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a grid (seeds or sweep): edit %s instead", filepath.Join(dir, "config.json"))
 		}
-		gr, err := experiment.ResumeGrid(ctx, dir, observer(out))
+		gr, err := experiment.ResumeGrid(ctx, dir, opts)
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 			return err
 		}
 		defer leave()
-		sr, err := experiment.ResumeSuite(ctx, dir, observer(out))
+		sr, err := experiment.ResumeSuite(ctx, dir, opts)
 		if err != nil {
 			return err
 		}
@@ -181,7 +182,7 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 		return err
 	}
 	defer leave()
-	res, err := experiment.ResumeWith(ctx, cfg, observer(out))
+	res, err := experiment.ResumeWith(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -239,6 +240,12 @@ func printResult(out io.Writer, res *experiment.Result) {
 		return
 	}
 	s := res.Summary
+	if s.Diverged != 0 {
+		fmt.Fprintf(out, "\n%s: diverged at round %d (its training loss was not finite) after %.1f s; its results are of the %d rounds before\n",
+			s.Name, s.Diverged, s.WallSeconds, s.Rounds)
+		fmt.Fprintf(out, "run directory: %s\n", res.Dir)
+		return
+	}
 	fmt.Fprintf(out, "\n%s: %d rounds in %.1f s (%.0f samples/s)\n", s.Name, s.Rounds, s.WallSeconds, s.SamplesPerSec)
 	fmt.Fprintf(out, "final accuracy %.2f%%; per client %.2f ± %.2f (p10 %.2f, median %.2f, p90 %.2f, worst 10%% %.2f)\n",
 		100*s.FinalMicro, 100*s.FinalMean, 100*s.FinalStd, 100*s.P10, 100*s.P50, 100*s.P90, 100*s.Worst10)
@@ -246,6 +253,9 @@ func printResult(out io.Writer, res *experiment.Result) {
 		fmt.Fprintf(out, "accuracy over the last evaluation %.2f%% (one evaluation in the window: no spread)\n", 100*s.TailMean)
 	} else {
 		fmt.Fprintf(out, "accuracy over the last %d evaluations %.2f ± %.2f %%\n", s.TailEvals, 100*s.TailMean, 100*s.TailStd)
+	}
+	if s.Falling != "" {
+		fmt.Fprintf(out, "falling: %s\n", s.Falling)
 	}
 	fmt.Fprintf(out, "run directory: %s\n", res.Dir)
 }

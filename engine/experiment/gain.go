@@ -26,6 +26,9 @@ import (
 func gainDensity(dir string, runs []*Result) error {
 	var base []float64
 	for _, r := range runs {
+		if r.Summary.Diverged != 0 {
+			continue // a diverged run's last evaluation is of an earlier round than the others'
+		}
 		if fl.Keeps(r.Summary.Name) == fl.KeepEverything { // the local member
 			base = lastAccuracy(r)
 		}
@@ -38,7 +41,7 @@ func gainDensity(dir string, runs []*Result) error {
 	var lines []any
 	for _, r := range runs {
 		acc := lastAccuracy(r)
-		if fl.Keeps(r.Summary.Name) == fl.KeepEverything || len(acc) != len(base) {
+		if fl.Keeps(r.Summary.Name) == fl.KeepEverything || len(acc) != len(base) || r.Summary.Diverged != 0 {
 			continue
 		}
 		novel := r.Novel

@@ -99,18 +99,18 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 	if err != nil {
 		return nil, err
 	}
-	return g.run(ctx, false, opts.Observer)
+	return g.run(ctx, false, opts)
 }
 
 // ResumeGrid continues the grid in dir: finished runs are skipped (their summaries read
 // back), runs with a checkpoint resume from it, runs never started start; the tables and
 // plots are written at the end.
-func ResumeGrid(ctx context.Context, dir string, obs Observer) (*GridResult, error) {
+func ResumeGrid(ctx context.Context, dir string, opts Options) (*GridResult, error) {
 	g, err := openGrid(dir)
 	if err != nil {
 		return nil, err
 	}
-	return g.run(ctx, true, obs)
+	return g.run(ctx, true, opts)
 }
 
 // openGrid reads the grid in dir (its config.json as written) and lays out its runs.
@@ -328,14 +328,16 @@ func finished(l leaf) *Result {
 		return nil
 	}
 	var s Summary
-	if json.Unmarshal(b, &s) != nil || s.Rounds != l.cfg.Train.Rounds {
+	// a run that diverged is finished too: resuming it would diverge again at the same round
+	if json.Unmarshal(b, &s) != nil || (s.Rounds != l.cfg.Train.Rounds && s.Diverged == 0) {
 		return nil
 	}
 	return &Result{Dir: l.dir(), Summary: s}
 }
 
 // run runs (or, resuming, continues) every run of the grid, then writes its outputs.
-func (g *grid) run(ctx context.Context, resume bool, obs Observer) (*GridResult, error) {
+func (g *grid) run(ctx context.Context, resume bool, opts Options) (*GridResult, error) {
+	obs := opts.Observer
 	if obs == nil {
 		obs = quiet{}
 	}
@@ -355,10 +357,10 @@ func (g *grid) run(ctx context.Context, resume bool, obs Observer) (*GridResult,
 		}
 		var err error
 		if _, statErr := os.Stat(filepath.Join(l.dir(), checkpointFile)); resume && statErr == nil {
-			r, err = ResumeWith(ctx, l.cfg, obs)
+			r, err = ResumeWith(ctx, l.cfg, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
 		} else {
 			// a run that never wrote a checkpoint failed or was stopped while starting
-			r, err = RunWith(ctx, l.cfg, Options{Observer: obs, Overwrite: resume})
+			r, err = RunWith(ctx, l.cfg, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s: %s: %w (continue the whole grid with: pfl train --resume %s)", g.dir, g.where(g.points[l.point], l.member, l.seed), err, g.dir)
@@ -433,15 +435,51 @@ func updatesCell(xs []float64) string {
 	return fmt.Sprintf("%.0f–%.0f", lo, hi)
 }
 
-// values collects a metric of the runs at point p for member m, one per seed.
+// values collects a metric of the runs at point p for member m, one per seed that did not
+// diverge (a diverged run's numbers are of the rounds before it stopped: flags counts it).
 func (g *grid) values(runs []*Result, p, m int, of func(*Summary) float64) []float64 {
 	var out []float64
 	for i, l := range g.leaves {
-		if i < len(runs) && l.point == p && l.member == m {
+		if i < len(runs) && l.point == p && l.member == m && runs[i].Summary.Diverged == 0 {
 			out = append(out, of(&runs[i].Summary))
 		}
 	}
 	return out
+}
+
+// flags says which runs at point p of member m diverged or have a falling curve, e.g.
+// "2 of 5 diverged (rounds 26, 43); 1 falling", or "" when none did.
+func (g *grid) flags(runs []*Result, p, m int) string {
+	var rounds []string
+	total, fell := 0, 0
+	for i, l := range g.leaves {
+		if i >= len(runs) || l.point != p || l.member != m {
+			continue
+		}
+		total++
+		switch s := runs[i].Summary; {
+		case s.Diverged != 0:
+			rounds = append(rounds, strconv.Itoa(s.Diverged))
+		case s.Falling != "":
+			fell++
+		}
+	}
+	var out []string
+	if len(rounds) > 0 {
+		out = append(out, fmt.Sprintf("%d of %d diverged (round %s)", len(rounds), total, strings.Join(rounds, ", ")))
+	}
+	if fell > 0 {
+		out = append(out, fmt.Sprintf("%d of %d falling", fell, total))
+	}
+	return strings.Join(out, "; ")
+}
+
+// flagged is a cell followed by the runs' flags, if any.
+func flagged(cell, flags string) string {
+	if flags == "" {
+		return cell
+	}
+	return cell + " (" + flags + ")"
 }
 
 // memberNames are the columns of the tables: the suite's labels, or the algorithm.
@@ -468,17 +506,22 @@ func (g *grid) tables(runs []*Result) string {
 		fmt.Fprintln(&b, "| algorithm | "+gridMetrics[0].title+" | "+gridMetrics[1].title+" | trend over last evals, points | worst 10%, % | client updates | wall s |")
 		fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 		for mi, name := range names {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, cell(g.values(runs, 0, mi, gridMetrics[0].of)),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, flagged(cell(g.values(runs, 0, mi, gridMetrics[0].of)), g.flags(runs, 0, mi)),
 				cell(g.values(runs, 0, mi, gridMetrics[1].of)), cell(g.values(runs, 0, mi, tailTrend)),
 				cell(g.values(runs, 0, mi, func(s *Summary) float64 { return 100 * s.Worst10 })),
 				updatesCell(g.values(runs, 0, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) })),
 				cell(g.values(runs, 0, mi, func(s *Summary) float64 { return s.WallSeconds })))
 		}
-		fmt.Fprintln(&b, "\n"+trendText)
+		fmt.Fprintln(&b, "\n"+trendText+" "+flagText)
 		return b.String() + noteText(g.cfg.Note)
 	}
-	for _, met := range gridMetrics {
-		g.sweepTable(&b, met.title, names, func(pi, mi int) string { return cell(g.values(runs, pi, mi, met.of)) })
+	for i, met := range gridMetrics {
+		g.sweepTable(&b, met.title, names, func(pi, mi int) string {
+			if i > 0 {
+				return cell(g.values(runs, pi, mi, met.of))
+			}
+			return flagged(cell(g.values(runs, pi, mi, met.of)), g.flags(runs, pi, mi))
+		})
 	}
 	g.sweepTable(&b, "client updates (local trainings per run)", names, func(pi, mi int) string {
 		return updatesCell(g.values(runs, pi, mi, func(s *Summary) float64 { return float64(s.ClientUpdates) }))
@@ -486,7 +529,7 @@ func (g *grid) tables(runs []*Result) string {
 	g.sweepTable(&b, "trend over the last evaluations, points", names, func(pi, mi int) string {
 		return cell(g.values(runs, pi, mi, tailTrend))
 	})
-	fmt.Fprintln(&b, trendText)
+	fmt.Fprintln(&b, trendText+" "+flagText)
 	return b.String() + noteText(g.cfg.Note) + g.clientTables(runs)
 }
 
@@ -495,6 +538,9 @@ func tailTrend(s *Summary) float64 { return 100 * s.TailTrend }
 
 // trendText says how to read the trend column or table.
 const trendText = "Trend: the rise of the least-squares line through the FedTP-protocol evaluations of the last train.tail_rounds rounds, in points; one near 0 (within a few of the evaluations' ± std) is a curve that has flattened, a larger one a curve still moving when the run stopped."
+
+// flagText says what the flags in a table mean.
+const flagText = "Diverged: the run's training loss was not finite at that round, which ended it; its numbers are left out of the cells. Falling: the curve's last evaluation is 10 or more points under its best, or its trend is below −2 × the spread of the last evaluations (and at least 1 point down)."
 
 // noteText is the config's note as a paragraph of results.md, or nothing.
 func noteText(note string) string {

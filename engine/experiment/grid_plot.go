@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,7 +30,7 @@ func (g *grid) plots() error {
 		for mi, name := range g.memberNames() {
 			var runs []plotter.XYs
 			for _, l := range g.leaves {
-				if l.point == pi && l.member == mi {
+				if l.point == pi && l.member == mi && divergedAt(l.dir()) == 0 {
 					pts, err := accuracyCurve(l.dir())
 					if err != nil {
 						return err
@@ -37,7 +38,8 @@ func (g *grid) plots() error {
 					runs = append(runs, chart.Points(pts))
 				}
 			}
-			curves = append(curves, band(name, runs))
+			// the band is over the seeds that did not diverge; the legend says how many did
+			curves = append(curves, band(flagged(name, g.flags(g.runs, pi, mi)), runs))
 		}
 		title := "test accuracy"
 		if len(g.cfg.Seeds) > 1 {
@@ -242,6 +244,8 @@ func (g *grid) sweepPlot(met metric, second int, base string) error {
 			data = append(data, chart.Points(lo), chart.Points(hi))
 		}
 	}
+	// the axis spans every swept value, also those without a point (their runs diverged)
+	p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs)
 	if isNum && chart.LogWorthy(xs) {
 		chart.LogX(p) // α and learning rates are swept by factors: equal ratios, equal steps
 	}

@@ -137,7 +137,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 		t.Fatal("the grid's directory is not recognised as a grid")
 	}
 	at, done, log = -1, 0, nil
-	resumed, err := ResumeGrid(context.Background(), dir, stopAfter{&at, &done, func() {}, &log})
+	resumed, err := ResumeGrid(context.Background(), dir, Options{Observer: stopAfter{&at, &done, func() {}, &log}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 	}
 	// a finished grid resumes into nothing but its tables
 	at, done, log = -1, 0, nil
-	if _, err := ResumeGrid(context.Background(), whole.Dir, stopAfter{&at, &done, func() {}, &log}); err != nil || done != 0 {
+	if _, err := ResumeGrid(context.Background(), whole.Dir, Options{Observer: stopAfter{&at, &done, func() {}, &log}}); err != nil || done != 0 {
 		t.Fatalf("resuming a finished grid: %v, %d rounds trained", err, done)
 	}
 }

@@ -105,11 +105,18 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	var args []any
 	var curves []plotter.XYs
 	for i, dir := range dirs {
+		label, div := labels[i], divergedAt(dir)
+		if div != 0 {
+			label += fmt.Sprintf(" (diverged at round %d)", div)
+		}
 		pts, err := accuracyCurve(dir)
+		if err != nil && div != 0 {
+			continue // it diverged before its first evaluation: nothing to draw
+		}
 		if err != nil {
 			return err
 		}
-		args = append(args, labels[i], chart.Points(pts))
+		args = append(args, label, chart.Points(pts))
 		curves = append(curves, chart.Points(pts))
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
@@ -117,6 +124,20 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	}
 	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)
 	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
+}
+
+// divergedAt is the round at which the run in dir diverged (its summary.json), or 0 when it
+// did not or has no summary.
+func divergedAt(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return 0
+	}
+	var s Summary
+	if json.Unmarshal(b, &s) != nil {
+		return 0
+	}
+	return s.Diverged
 }
 
 // finish pads p's axes so no marker sits on the frame and puts its legend where it covers

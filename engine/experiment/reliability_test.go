@@ -376,7 +376,7 @@ func TestSuiteResumesAsAWhole(t *testing.T) {
 	if !IsSuite(dir) {
 		t.Fatal("the suite's directory is not recognised as one")
 	}
-	sr, err := ResumeSuite(context.Background(), dir, nil)
+	sr, err := ResumeSuite(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,6 +177,7 @@ type figure struct {
 type resultRow struct {
 	Name, Href                           string
 	Status                               string // "" when finished
+	Flag                                 string // why the curve counts as falling, or ""
 	TailMean, TailStd                    string
 	TailEvals                            int
 	FinalMean, FinalStd, P10, P50, P90   string
@@ -197,6 +198,13 @@ func resultOf(r *runData, href string) resultRow {
 	if s == nil {
 		row.Status = fmt.Sprintf("unfinished: %d of %d rounds in metrics.jsonl", len(r.lines), r.cfg.Train.Rounds)
 		return row
+	}
+	if s.Diverged != 0 {
+		row.Status = fmt.Sprintf("diverged at round %d (its training loss was not finite); %d rounds before it", s.Diverged, s.Rounds)
+		return row
+	}
+	if s.Falling != "" {
+		row.Flag = "falling: " + s.Falling
 	}
 	row.TailMean, row.TailStd, row.TailEvals = pct(s.TailMean), pct(s.TailStd), s.TailEvals
 	if s.TailEvals < 2 { // the spread of one evaluation is not 0, it is unknown
@@ -498,6 +506,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 td { white-space: nowrap; }
 th { background: #f0f0f0; }
 td.name, th.name, td.key { text-align: left; }
+small.flag { color: #a04000; white-space: normal; }
 nav a { margin-right: 1em; }
 nav a.current { font-weight: bold; text-decoration: none; color: #222; }
 figure { display: inline-block; margin: 0.5em 1em 0.5em 0; vertical-align: top; }
@@ -516,7 +525,7 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 {{range .Protocols}}<p class="muted">Evaluation protocol {{.}}.</p>{{end}}
 <table id="results-table">
 <tr><th class="name">algorithm</th><th>FedTP protocol: micro accuracy, mean ± std over the last evaluations (%)</th><th>evals</th><th>FedPerfix protocol: final per-client mean ± std (%)</th><th>p10 / p50 / p90 (%)</th><th>worst 10% (%)</th><th>final micro (%)</th><th>rounds</th><th>wall s</th><th>samples/s</th></tr>
-{{range .Results}}<tr>{{if .Href}}<td class="name"><a href="{{.Href}}">{{.Name}}</a></td>{{else}}<td class="name">{{.Name}}</td>{{end}}{{if .Status}}<td colspan="9" class="name">{{.Status}}</td>{{else}}<td>{{.TailMean}} ± {{.TailStd}}</td><td>{{.TailEvals}}</td><td>{{.FinalMean}} ± {{.FinalStd}}</td><td>{{.P10}} / {{.P50}} / {{.P90}}</td><td>{{.Worst10}}</td><td>{{.Micro}}</td><td>{{.Rounds}}</td><td>{{.Wall}}</td><td>{{.SPS}}</td>{{end}}</tr>
+{{range .Results}}<tr>{{if .Href}}<td class="name"><a href="{{.Href}}">{{.Name}}</a>{{if .Flag}}<br><small class="flag">{{.Flag}}</small>{{end}}</td>{{else}}<td class="name">{{.Name}}{{if .Flag}}<br><small class="flag">{{.Flag}}</small>{{end}}</td>{{end}}{{if .Status}}<td colspan="9" class="name">{{.Status}}</td>{{else}}<td>{{.TailMean}} ± {{.TailStd}}</td><td>{{.TailEvals}}</td><td>{{.FinalMean}} ± {{.FinalStd}}</td><td>{{.P10}} / {{.P50}} / {{.P90}}</td><td>{{.Worst10}}</td><td>{{.Micro}}</td><td>{{.Rounds}}</td><td>{{.Wall}}</td><td>{{.SPS}}</td>{{end}}</tr>
 {{end}}</table>
 
 {{range .Tables}}<h2>{{.Caption}}</h2>

@@ -426,7 +426,7 @@ func TestResumeExtendsAFinishedRun(t *testing.T) {
 	}
 	extended.Train.Rounds = long.Train.Rounds
 	var log bytes.Buffer
-	res, err := ResumeWith(context.Background(), extended, Lines{&log})
+	res, err := ResumeWith(context.Background(), extended, Options{Observer: Lines{&log}})
 	if err != nil {
 		t.Fatalf("resume to %d rounds: %v\n%s", long.Train.Rounds, err, log.String())
 	}

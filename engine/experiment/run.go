@@ -43,6 +43,16 @@ type Summary struct {
 	// curve that has flattened, clearly positive one still rising when the run stopped. 0
 	// with fewer than two evaluations in the window.
 	TailTrend float64 `json:"tail_trend"`
+	// Best is the highest micro accuracy of any evaluation of the run, after BestRound
+	// (from 1): with the last evaluation it tells a curve that collapsed from one that
+	// never rose.
+	Best      float64 `json:"best_micro"`
+	BestRound int     `json:"best_round"`
+	// Falling says why the run's curve counts as falling (empty when it does not): its
+	// last evaluation 10 or more points under its best, or its tail trend below −2 × the
+	// tail's spread and below −1 point (see falling). Tables, the report and the reading
+	// under a suite's table flag such a run.
+	Falling string `json:"falling,omitempty"`
 
 	// ClientUpdates is the number of local trainings the run did: the clients trained, summed
 	// over its rounds (Local on its all-clients schedule trains every client every round).
@@ -111,6 +121,11 @@ type Options struct {
 	// directory of pfl's own files (a run, suite or grid): one holding anything else is
 	// refused, naming the file.
 	Overwrite bool
+	// StopOnDivergence ends the whole experiment with an error at the first run whose
+	// training loss is not finite, as pfl did before divergence became a result. Without
+	// it such a run ends as "diverged at round N" (its summary, the tables and figures say
+	// so) and a suite, seeds or sweep go on with their other runs.
+	StopOnDivergence bool
 }
 
 // Run runs the experiment and writes its run directory under cfg.Out, reporting to obs
@@ -148,14 +163,15 @@ func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ResumeWith(ctx, cfg, obs)
+	return ResumeWith(ctx, cfg, Options{Observer: obs})
 }
 
 // ResumeWith continues the run at cfg.Out/cfg.Name with cfg, which may differ from the
 // config the run was started with only in the keys that do not define the experiment
 // (more rounds, the evaluation and checkpoint cadence, the summary's window); any other
-// difference is refused, naming the keys.
-func ResumeWith(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
+// difference is refused, naming the keys. Of opts it takes the observer and
+// StopOnDivergence (a resumed run never overwrites).
+func ResumeWith(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	cfg = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -166,7 +182,7 @@ func ResumeWith(ctx context.Context, cfg Config, obs Observer) (*Result, error) 
 	if len(cfg.Suite) > 0 {
 		return nil, fmt.Errorf("%s is a suite; resume it with ResumeSuite", filepath.Join(cfg.Out, cfg.Name))
 	}
-	return run(ctx, cfg, true, Options{Observer: obs})
+	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence})
 }
 
 // session is a prepared run: data on the device and the federated run. Preparing writes
@@ -475,8 +491,15 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 		if before, err = restore(dir, cfg, run); err != nil {
 			return nil, err
 		}
-		if len(run.History) == t.Rounds && writes {
+		if writes {
 			if res, ok := finishedRun(dir, cfg, run); ok {
+				if d := res.Summary.Diverged; d != 0 {
+					if opts.StopOnDivergence {
+						return nil, fmt.Errorf("%s diverged at round %d before (its training loss was not finite); start it afresh with --overwrite", dir, d)
+					}
+					obs.Log(fmt.Sprintf("%s diverged at round %d before; nothing to do (it would diverge again: start it afresh with --overwrite and other settings)", dir, d))
+					return res, nil
+				}
 				obs.Log(fmt.Sprintf("%s finished its %d rounds before; nothing to do (raise train.rounds with --set to train more)", dir, t.Rounds))
 				return res, nil
 			}
@@ -549,16 +572,18 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 				return nil, fmt.Errorf("%w (and saving the last good checkpoint failed: %v)", err, cerr)
 			}
 			var div *fl.DivergedError
-			if errors.As(err, &div) {
-				// the run ends here: its summary says so, and after which round
-				s := summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
-				s.EvalProtocol, s.Resources, s.Diverged = cfg.Train.EvalProtocol, run.Resources(), div.Round
-				s.WallSeconds, s.SamplesPerSec = throughput(run.History, wall())
-				if serr := writeJSON(filepath.Join(dir, "summary.json"), s); serr != nil {
-					return nil, fmt.Errorf("%w (and writing summary.json failed: %v)", err, serr)
-				}
+			if !errors.As(err, &div) {
+				return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
 			}
-			return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
+			res, derr := diverged(dir, cfg, run, div, wall())
+			if derr != nil {
+				return nil, fmt.Errorf("%w (and writing its results failed: %v)", err, derr)
+			}
+			if opts.StopOnDivergence {
+				return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
+			}
+			obs.Log(fmt.Sprintf("%s diverged at round %d (%v): the run ends here, its results say so", dir, div.Round, err))
+			return res, nil
 		}
 		samples += m.Samples
 		if err := enc.Encode(roundLine(m)); err != nil {
@@ -610,6 +635,22 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	return res, nil
 }
 
+// diverged writes the results of a run whose round div.Round had a training loss that is not
+// finite: the summary (with the round) and the figures of the rounds before it. Its
+// checkpoint holds the last good state; resuming the run returns these results.
+func diverged(dir string, cfg Config, run *fl.Run, div *fl.DivergedError, wall float64) (*Result, error) {
+	s := summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
+	s.EvalProtocol, s.Resources, s.Diverged = cfg.Train.EvalProtocol, run.Resources(), div.Round
+	s.WallSeconds, s.SamplesPerSec = throughput(run.History, wall)
+	if err := writeJSON(filepath.Join(dir, "summary.json"), s); err != nil {
+		return nil, err
+	}
+	if err := plots(dir, cfg.Name, run.History, run.Novel()); err != nil {
+		return nil, err
+	}
+	return &Result{Dir: dir, History: run.History, Novel: run.Novel(), Summary: s}, nil
+}
+
 // throughput is the run's wall time, every segment of a resumed run summed, and its
 // training samples per second over all its rounds (0 for no time).
 func throughput(h []fl.RoundMetrics, wall float64) (float64, float64) {
@@ -624,16 +665,21 @@ func throughput(h []fl.RoundMetrics, wall float64) (float64, float64) {
 }
 
 // finishedRun is the result of the finished run in dir, read back from its summary.json,
-// when the run has done all its rounds and written its summary: resuming it has nothing
-// to do and writes nothing. False when the summary is missing or is not this run's (a run
-// killed between its last checkpoint and its summary finishes writing its files).
+// when the run has done all its rounds, or diverged after the rounds its checkpoint holds,
+// and written its summary: resuming it has nothing to do and writes nothing (a diverged
+// run would diverge again at the same round). False when the summary is missing or is not
+// this run's (a run killed between its last checkpoint and its summary finishes writing
+// its files).
 func finishedRun(dir string, cfg Config, run *fl.Run) (*Result, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		return nil, false
 	}
 	var s Summary
-	if json.Unmarshal(b, &s) != nil || s.Rounds != cfg.Train.Rounds || s.Diverged != 0 {
+	if json.Unmarshal(b, &s) != nil || s.Rounds != len(run.History) {
+		return nil, false
+	}
+	if s.Diverged == 0 && s.Rounds != cfg.Train.Rounds {
 		return nil, false
 	}
 	return &Result{Dir: dir, History: run.History, Novel: run.Novel(), Summary: s}, true
@@ -681,6 +727,9 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 			continue
 		}
 		last = m.Eval
+		if s.BestRound == 0 || m.Eval.Micro > s.Best || math.IsNaN(s.Best) {
+			s.Best, s.BestRound = m.Eval.Micro, m.Round+1
+		}
 		// the official code averages the evaluations of rounds (1-based) >= test_round =
 		// rounds - 200: 41 evaluations at 1,500 rounds, every 5, from round 1,300 on
 		if m.Round+1 >= len(h)-tailRounds {
@@ -717,7 +766,33 @@ func summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	s.TailStd = math.Sqrt(s.TailStd)
 	s.TailEvals = len(tail)
 	s.TailTrend = trend(tailRound, tail)
+	s.Falling = falling(s)
 	return s
+}
+
+// The thresholds of a falling curve (falling): a collapse is a last evaluation at least
+// collapseDrop under the run's best; a falling tail has a trend below −fallSpreads × the
+// tail's spread and a fall of at least fallMin. Without the floor a tail that drifts by a
+// few tenths of a point in a straight line would count (four evenly spaced evaluations on
+// a line have a trend of −2.7 × their spread, whatever its size), while one evaluation
+// on 1,000 test images at 90 % already has a sampling error of about 1 point.
+const (
+	collapseDrop = 0.10
+	fallSpreads  = 2.0
+	fallMin      = 0.01
+)
+
+// falling is why s's curve counts as falling, or "" when it does not.
+func falling(s Summary) string {
+	if s.Best-s.FinalMicro >= collapseDrop {
+		return fmt.Sprintf("last evaluation %.2f, %.2f points under its best (%.2f after round %d)",
+			100*s.FinalMicro, 100*(s.Best-s.FinalMicro), 100*s.Best, s.BestRound)
+	}
+	if s.TailEvals >= 2 && s.TailTrend < -fallSpreads*s.TailStd && s.TailTrend <= -fallMin {
+		return fmt.Sprintf("trend %+.2f over the last evaluations, below −%g × their spread (%.2f)",
+			100*s.TailTrend, fallSpreads, 100*s.TailStd)
+	}
+	return ""
 }
 
 // trend is the rise of the least-squares line through (x_i, y_i) across x's span:

@@ -45,7 +45,7 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if !dist.Writes(dist.FromContext(ctx)) {
 		// another rank of a suite across processes: the same members in the same order, in
 		// step with rank 0, which checks, locks and writes the suite's directory
-		return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts.Observer)
+		return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts)
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
@@ -69,13 +69,13 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if err != nil {
 		return nil, err
 	}
-	return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts.Observer)
+	return runMembers(ctx, dir, members, cfg.SuiteTable, false, opts)
 }
 
 // ResumeSuite continues the suite in dir: members with a checkpoint resume (a finished one
 // is read back, its files untouched), members never started start, and the suite's table
 // and plot are written at the end.
-func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, error) {
+func ResumeSuite(ctx context.Context, dir string, opts Options) (*SuiteResult, error) {
 	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func ResumeSuite(ctx context.Context, dir string, obs Observer) (*SuiteResult, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
-	return runMembers(ctx, filepath.Join(cfg.Out, cfg.Name), members, cfg.SuiteTable, true, obs)
+	return runMembers(ctx, filepath.Join(cfg.Out, cfg.Name), members, cfg.SuiteTable, true, opts)
 }
 
 // IsSuite reports whether the run directory dir holds a suite.
@@ -135,7 +135,8 @@ func suiteMembers(cfg Config) ([]Config, error) {
 // runMembers runs (or, resuming, continues) each member, then writes the suite's outputs.
 // Across processes every rank runs every member, each member's rounds split across the
 // ranks as a single run's; only rank 0 writes.
-func runMembers(ctx context.Context, dir string, members []Config, suiteTable string, resume bool, obs Observer) (*SuiteResult, error) {
+func runMembers(ctx context.Context, dir string, members []Config, suiteTable string, resume bool, opts Options) (*SuiteResult, error) {
+	obs := opts.Observer
 	if obs == nil {
 		obs = quiet{}
 	}
@@ -151,10 +152,10 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		_, statErr := os.Stat(filepath.Join(mdir, checkpointFile))
 		switch {
 		case resume && statErr == nil:
-			r, err = ResumeWith(ctx, m, obs)
+			r, err = ResumeWith(ctx, m, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
 		default:
 			// a member that never wrote a checkpoint failed or was stopped while starting
-			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume})
+			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
 		}
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
@@ -207,16 +208,24 @@ func table(runs []*Result, note string) string {
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		s := r.Summary
+		if s.Diverged != 0 {
+			fmt.Fprintf(&b, "| %s | diverged at round %d (training loss not finite) | – | – | – | – | %d | %.0f |\n",
+				s.Name, s.Diverged, s.ClientUpdates, s.WallSeconds)
+			continue
+		}
 		tail := fmt.Sprintf("%.2f ± %.2f", 100*s.TailMean, 100*s.TailStd)
 		trend := fmt.Sprintf("%+.2f", 100*s.TailTrend)
 		if s.TailEvals < 2 { // one evaluation has no spread or trend to show, not one of 0
 			tail, trend = fmt.Sprintf("%.2f ± n/a", 100*s.TailMean), "n/a"
 		}
+		if s.Falling != "" {
+			trend += " falling"
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f ± %.2f | %.2f | %d | %.0f |\n", s.Name, tail, s.TailEvals, trend,
 			100*s.FinalMean, 100*s.FinalStd, 100*s.Worst10, s.ClientUpdates, s.WallSeconds)
 	}
-	fmt.Fprintln(&b, "\n"+trendText)
-	return b.String() + noteText(note) + resourceTable(runs)
+	fmt.Fprintln(&b, "\n"+trendText+" "+flagText)
+	return b.String() + reading(runs) + noteText(note) + resourceTable(runs)
 }
 
 // protocolText says what each evaluation protocol means, for results.md.

@@ -24,6 +24,9 @@ type summaryJSON struct {
 	TailStd       jsonfloat.Float `json:"tail_std"`
 	TailEvals     int             `json:"tail_evals"`
 	TailTrend     jsonfloat.Float `json:"tail_trend"`
+	Best          jsonfloat.Float `json:"best_micro"`
+	BestRound     int             `json:"best_round"`
+	Falling       string          `json:"falling,omitempty"`
 	ClientUpdates int             `json:"client_updates"`
 	SamplesPerSec jsonfloat.Float `json:"samples_per_sec"`
 	WallSeconds   jsonfloat.Float `json:"wall_seconds"`
@@ -45,7 +48,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	f := func(v float64) jsonfloat.Float { return jsonfloat.Float(v) }
 	j := summaryJSON{Name: s.Name, Rounds: s.Rounds, FinalMicro: f(s.FinalMicro), FinalMean: f(s.FinalMean),
 		FinalStd: f(s.FinalStd), P10: f(s.P10), P50: f(s.P50), P90: f(s.P90), Worst10: f(s.Worst10),
-		TailMean: f(s.TailMean), TailStd: f(s.TailStd), TailEvals: s.TailEvals, TailTrend: f(s.TailTrend), ClientUpdates: s.ClientUpdates,
+		TailMean: f(s.TailMean), TailStd: f(s.TailStd), TailEvals: s.TailEvals, TailTrend: f(s.TailTrend), Best: f(s.Best), BestRound: s.BestRound, Falling: s.Falling, ClientUpdates: s.ClientUpdates,
 		SamplesPerSec: f(s.SamplesPerSec), WallSeconds: f(s.WallSeconds), Diverged: s.Diverged, EvalProtocol: s.EvalProtocol,
 		Resources: s.Resources}
 	for _, n := range s.Novel {
@@ -63,7 +66,7 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	}
 	*s = Summary{Name: j.Name, Rounds: j.Rounds, FinalMicro: float64(j.FinalMicro), FinalMean: float64(j.FinalMean),
 		FinalStd: float64(j.FinalStd), P10: float64(j.P10), P50: float64(j.P50), P90: float64(j.P90),
-		Worst10: float64(j.Worst10), TailMean: float64(j.TailMean), TailStd: float64(j.TailStd), TailEvals: j.TailEvals, TailTrend: float64(j.TailTrend), ClientUpdates: j.ClientUpdates,
+		Worst10: float64(j.Worst10), TailMean: float64(j.TailMean), TailStd: float64(j.TailStd), TailEvals: j.TailEvals, TailTrend: float64(j.TailTrend), Best: float64(j.Best), BestRound: j.BestRound, Falling: j.Falling, ClientUpdates: j.ClientUpdates,
 		SamplesPerSec: float64(j.SamplesPerSec), WallSeconds: float64(j.WallSeconds), Diverged: j.Diverged, EvalProtocol: j.EvalProtocol,
 		Resources: j.Resources}
 	for _, n := range j.Novel {

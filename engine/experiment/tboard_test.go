@@ -125,7 +125,7 @@ func TestTensorBoardEvents(t *testing.T) {
 	checkTB(t, res.Dir, res.Novel)
 	more := cfg
 	more.Train.Rounds = 5
-	if res, err = ResumeWith(context.Background(), more, nil); err != nil {
+	if res, err = ResumeWith(context.Background(), more, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	checkTB(t, res.Dir, res.Novel)
