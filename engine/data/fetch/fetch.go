@@ -44,7 +44,9 @@ type Options struct {
 	// Progress receives a progress bar when it is a terminal, else a line per file; nil:
 	// nothing.
 	Progress io.Writer
-	Client   *http.Client // nil: http.DefaultTransport's settings (a download gives up on a server silent for IdleLimit whatever the client)
+	// Client makes the requests; nil: one with http.DefaultTransport's settings. Whatever
+	// the client, a server silent for IdleLimit is given up on.
+	Client *http.Client
 }
 
 // IdleLimit is how long a download waits for a server that sends nothing (no answer to
@@ -318,8 +320,11 @@ func checkRoom(dir string, need int64) error {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return nil // no figure to go by: the writes will tell
 	}
+	if st.Bsize <= 0 || st.Bavail > uint64(math.MaxInt64)/uint64(st.Bsize) {
+		return nil // no figure, or more room than any file needs
+	}
 	free := int64(st.Bavail) * int64(st.Bsize)
-	if st.Bavail > uint64(math.MaxInt64)/uint64(st.Bsize) || free >= need {
+	if free >= need {
 		return nil
 	}
 	return &roomError{fmt.Sprintf("the file needs %s and the disk holding %s has %s free; free some space, or set %s to a folder on a larger disk, and run the command again",
