@@ -87,7 +87,11 @@ func getData(ctx context.Context, root, name string, out io.Writer) error {
 	where := filepath.Join(fetch.Dir(root, d), d.Path)
 	fmt.Fprintf(out, "%s: %s in %s\n", d.Name, d.Title, where)
 	for _, f := range rec.Files {
-		fmt.Fprintf(out, "  %s  %d bytes  MD5 %s  SHA-256 %s  (%s)\n", f.Name, f.Size, f.MD5, f.SHA256, f.Checked)
+		checked := f.Checked
+		if f.Rechecked {
+			checked += " when fetched; its SHA-256 checked again now"
+		}
+		fmt.Fprintf(out, "  %s  %d bytes  MD5 %s  SHA-256 %s  (%s)\n", f.Name, f.Size, f.MD5, f.SHA256, checked)
 	}
 	fmt.Fprintf(out, "configs find it as data.dataset: %s (or by a path that does not exist here)\n", d.Kinds[0])
 	return nil

@@ -55,7 +55,7 @@ func toyCIFARArchive(t *testing.T, folder string, names []string, records, label
 }
 
 // serveCatalog serves files by path on 127.0.0.1 and points the catalog's entries at it
-// with the files' MD5s (restored when the test ends); it returns the request count.
+// with the files' MD5s and sizes (restored when the test ends); it returns the request count.
 func serveCatalog(t *testing.T, files map[string][]byte) *int {
 	requests := new(int)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +78,7 @@ func serveCatalog(t *testing.T, files map[string][]byte) *int {
 		for j, f := range d.Files {
 			if b, ok := files[f.Name]; ok {
 				sum := md5.Sum(b)
-				d.Files[j].URLs, d.Files[j].MD5 = []string{srv.URL + "/" + f.Name}, hex.EncodeToString(sum[:])
+				d.Files[j].URLs, d.Files[j].MD5, d.Files[j].Size = []string{srv.URL + "/" + f.Name}, hex.EncodeToString(sum[:]), int64(len(b))
 			}
 		}
 		fetch.Catalog[i] = d

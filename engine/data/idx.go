@@ -2,8 +2,10 @@ package data
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,63 +20,112 @@ const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 var fashionMNISTClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
 	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
-// readMaybeGzip reads all of r, decompressing it first when it starts with the gzip
-// magic 1f 8b.
-func readMaybeGzip(r io.Reader) ([]byte, error) {
+// maybeGunzip returns r's bytes, decompressed when they start with the gzip magic 1f 8b.
+func maybeGunzip(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReader(r)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("bad gzip stream: %w", err)
 		}
-		b, err := io.ReadAll(zr)
-		if err != nil {
-			return nil, fmt.Errorf("bad gzip stream: %w", err)
-		}
-		return b, nil
+		return gunzipReader{zr}, nil
 	}
-	return io.ReadAll(br)
+	return br, nil
 }
+
+// maxIDXBytes bounds the data ReadIDX reads from one file (4 GiB, far above an MNIST-layout
+// dataset's images): a header that declares more is refused before anything is read, so
+// that a damaged file or a gzip bomb cannot exhaust the memory.
+const maxIDXBytes = 1 << 32
 
 // ReadIDX reads an IDX file (the format of MNIST, Fashion-MNIST and EMNIST), gzipped or
 // not (told by the gzip magic, not the name): two zero bytes, a type byte, the number of
 // dimensions, big-endian uint32 dimensions, then the data. Only the uint8 type (0x08) is
 // supported, with at most 3 dimensions (labels have 1, images 3). The data must be
-// exactly as long as the dimensions say.
+// exactly as long as the dimensions say; no more than that (and at most maxIDXBytes) is
+// decompressed, whatever the file holds.
 func ReadIDX(r io.Reader) (dims []int, data []uint8, err error) {
-	b, err := readMaybeGzip(r)
+	r, err = maybeGunzip(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(b) < 4 {
-		return nil, nil, fmt.Errorf("truncated IDX header: %d bytes", len(b))
+	if dims, err = readIDXHeader(r); err != nil {
+		return nil, nil, err
 	}
-	if b[0] != 0 || b[1] != 0 {
-		return nil, nil, fmt.Errorf("bad IDX magic % x (want 00 00)", b[:2])
-	}
-	if b[2] != 0x08 {
-		return nil, nil, fmt.Errorf("unsupported IDX type byte 0x%02x (only 0x08, uint8)", b[2])
-	}
-	nd := int(b[3])
-	if nd == 0 || nd > maxIDXDims {
-		return nil, nil, fmt.Errorf("IDX file declares %d dimensions, want 1 (labels) or 3 (images)", nd)
-	}
-	if len(b) < 4+4*nd {
-		return nil, nil, fmt.Errorf("truncated IDX header: %d bytes for %d dimensions", len(b), nd)
-	}
-	body := b[4+4*nd:]
-	dims = make([]int, nd)
-	for i := range dims {
-		dims[i] = int(binary.BigEndian.Uint32(b[4+4*i:]))
-	}
-	size, ok := boundedProduct(dims, 1, len(body))
+	size, ok := boundedProduct(dims, 1, maxIDXBytes)
 	if !ok {
-		return nil, nil, fmt.Errorf("IDX dimensions %s declare more than the %d data bytes present (truncated)", dimsString(dims), len(body))
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare more than %d GiB of data, more than pfl reads from one file (a damaged file?)", dimsString(dims), maxIDXBytes>>30)
 	}
-	if size != len(body) {
-		return nil, nil, fmt.Errorf("IDX dimensions %s declare %d data bytes, file holds %d", dimsString(dims), size, len(body))
+	// read as the bytes come (not all size bytes at once): a short file costs no more
+	// memory than it holds
+	var buf bytes.Buffer
+	buf.Grow(min(size, 64<<20))
+	if _, err := buf.ReadFrom(io.LimitReader(r, int64(size))); err != nil {
+		return nil, nil, err
 	}
-	return dims, body, nil
+	if data = buf.Bytes(); len(data) < size {
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare %d data bytes, file holds %d (truncated)", dimsString(dims), size, len(data))
+	}
+	// a little past the end tells trailing data from none, exactly when it is short
+	const peek = 1 << 20
+	extra, err := io.Copy(io.Discard, io.LimitReader(r, peek))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case extra == peek:
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare %d data bytes, file holds more than %d", dimsString(dims), size, size+peek)
+	case extra > 0:
+		return nil, nil, fmt.Errorf("IDX dimensions %s declare %d data bytes, file holds %d", dimsString(dims), size, size+int(extra))
+	}
+	return dims, data, nil
+}
+
+// readIDXHeader reads and checks an IDX header and returns its dimensions.
+func readIDXHeader(r io.Reader) ([]int, error) {
+	var head [4]byte
+	if n, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, headerErr(err, fmt.Sprintf("truncated IDX header: %d bytes", n))
+	}
+	if head[0] != 0 || head[1] != 0 {
+		return nil, fmt.Errorf("bad IDX magic % x (want 00 00)", head[:2])
+	}
+	if head[2] != 0x08 {
+		return nil, fmt.Errorf("unsupported IDX type byte 0x%02x (only 0x08, uint8)", head[2])
+	}
+	nd := int(head[3])
+	if nd == 0 || nd > maxIDXDims {
+		return nil, fmt.Errorf("IDX file declares %d dimensions, want 1 (labels) or 3 (images)", nd)
+	}
+	b := make([]byte, 4*nd)
+	if n, err := io.ReadFull(r, b); err != nil {
+		return nil, headerErr(err, fmt.Sprintf("truncated IDX header: %d bytes for %d dimensions", 4+n, nd))
+	}
+	dims := make([]int, nd)
+	for i := range dims {
+		dims[i] = int(binary.BigEndian.Uint32(b[4*i:]))
+	}
+	return dims, nil
+}
+
+// headerErr is msg for a header cut short, else the read error itself.
+func headerErr(err error, msg string) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return errors.New(msg)
+	}
+	return err
+}
+
+// gunzipReader names its errors as the gzip stream's, apart from the end of the stream
+// (a truncated stream ends with io.ErrUnexpectedEOF from the decompressor: named too).
+type gunzipReader struct{ zr *gzip.Reader }
+
+// Read decompresses into p.
+func (g gunzipReader) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("bad gzip stream: %w", err)
+	}
+	return n, err
 }
 
 // maxIDXDims is the most dimensions ReadIDX accepts: pfl reads labels [N] and images

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestReadIDX(t *testing.T) {
 		{"no dims", idxBytes(8, nil, nil), nil, "0 dimensions"},
 		{"truncated data", good[:len(good)-1], nil, "declare"},
 		{"trailing data", append(slices.Clone(good), 7), nil, "file holds 13"},
-		{"huge dims", idxBytes(8, []int{1 << 31, 1 << 31, 1 << 31}, seqBytes(10, 0)), nil, "truncated"},
+		{"huge dims", idxBytes(8, []int{1 << 31, 1 << 31, 1 << 31}, seqBytes(10, 0)), nil, "more than 4 GiB"},
 		{"truncated gzip", gzipBytes(good)[:20], nil, "gzip"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +96,47 @@ func TestReadIDX(t *testing.T) {
 			}
 			if n == 12 && !bytes.Equal(data, seqBytes(12, 0)) {
 				t.Fatalf("data %v", data)
+			}
+		})
+	}
+}
+
+// gzipBomb is a gzip stream of prefix then n GiB of zeros, as members of 16 MiB of zeros
+// each (a reader takes concatenated members as one stream): a few MB that decompress to n
+// GiB, cheap to build.
+func gzipBomb(prefix []byte, n int) []byte {
+	zeros := gzipBytes(make([]byte, 16<<20))
+	b := gzipBytes(prefix)
+	for range n * 64 {
+		b = append(b, zeros...)
+	}
+	return b
+}
+
+// A gzip bomb is refused after its header or the data its header declares, having
+// decompressed no more than that: the memory taken stays far below the bomb's size.
+func TestReadIDXBoundsDecompression(t *testing.T) {
+	header := idxBytes(8, []int{2, 2, 3}, nil)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		err  string
+	}{
+		{"4 GiB of zeros", gzipBomb(nil, 4), "type byte 0x00"},
+		{"a header then 4 GiB of zeros", gzipBomb(header, 4), "declare 12 data bytes, file holds more than"},
+		{"a header declaring 8 GiB", gzipBomb(idxBytes(8, []int{1 << 13, 1 << 10, 1 << 10}, nil), 1), "more than 4 GiB"},
+		{"plain, declaring 8 GiB", idxBytes(8, []int{1 << 13, 1 << 10, 1 << 10}, seqBytes(100, 0)), "more than 4 GiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, _, err := ReadIDX(bytes.NewReader(tc.in))
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.err)
+			}
+			if took := after.TotalAlloc - before.TotalAlloc; took > 64<<20 {
+				t.Fatalf("reading it allocated %d MiB; want a bounded read", took>>20)
 			}
 		})
 	}

@@ -24,6 +24,10 @@ type File struct {
 	// MD5 is the checksum its publisher gives (hex); "" where none is published, in which
 	// case the SHA-256 of the first copy is recorded in pfl-data.json and printed.
 	MD5 string
+	// Size is its length in bytes where known (0: not known, in which case no more than
+	// maxUnknownSize is accepted): a download is refused past it, and not begun on a disk
+	// without room for it.
+	Size int64
 	// Unpack makes Get unpack the file (a .zip) into the dataset's folder once verified.
 	Unpack bool
 }
@@ -55,8 +59,9 @@ var Catalog = []Dataset{
 		Page:      "https://github.com/zalandoresearch/fashion-mnist",
 		Checksums: "MD5s published by torchvision (torchvision.datasets.FashionMNIST)",
 		Files: idxFiles([]string{"http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"},
-			"8d4fb7e6c68d591d4c3dfef9ec88bf0d", "25c81989df183df01b3e8a0aad5dffbe",
-			"bef4ecab320f06d8554ea6380940ec79", "bb300cfdad3c16e7a12a480ee83cd310"),
+			[4]string{"8d4fb7e6c68d591d4c3dfef9ec88bf0d", "25c81989df183df01b3e8a0aad5dffbe",
+				"bef4ecab320f06d8554ea6380940ec79", "bb300cfdad3c16e7a12a480ee83cd310"},
+			[4]int64{26421880, 29515, 4422102, 5148}),
 		System: "/usr/share/datasets/fashion-mnist", // Debian's dataset-fashion-mnist
 	},
 	{
@@ -64,15 +69,16 @@ var Catalog = []Dataset{
 		Page:      "http://yann.lecun.com/exdb/mnist/",
 		Checksums: "MD5s published by torchvision (torchvision.datasets.MNIST), whose mirror follows the official address",
 		Files: idxFiles([]string{"http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/"},
-			"f68b3c2dcbeaaa9fbdd348bbdeb94873", "d53e105ee54ea40749a09fcbcd1e9432",
-			"9fb629c4189551a2d022fa330f9573f3", "ec29112dd5afa0611ce80d1b7f02629c"),
+			[4]string{"f68b3c2dcbeaaa9fbdd348bbdeb94873", "d53e105ee54ea40749a09fcbcd1e9432",
+				"9fb629c4189551a2d022fa330f9573f3", "ec29112dd5afa0611ce80d1b7f02629c"},
+			[4]int64{9912422, 28881, 1648877, 4542}),
 	},
 	{
 		Name: "cifar10", Kinds: []string{"cifar10"}, Title: "CIFAR-10 (binary version)",
 		Page:      "https://www.cs.toronto.edu/~kriz/cifar.html",
 		Checksums: "MD5 published on the CIFAR page (torchvision reads the Python version, whose MD5 differs)",
 		Files: []File{{Name: "cifar-10-binary.tar.gz", URLs: []string{"https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"},
-			MD5: "c32a1d4ab5d03f1284b67883e8d87530"}},
+			MD5: "c32a1d4ab5d03f1284b67883e8d87530", Size: 170052171}},
 		Path: "cifar-10-binary.tar.gz",
 	},
 	{
@@ -80,7 +86,7 @@ var Catalog = []Dataset{
 		Page:      "https://www.cs.toronto.edu/~kriz/cifar.html",
 		Checksums: "MD5 published on the CIFAR page (torchvision reads the Python version, whose MD5 differs)",
 		Files: []File{{Name: "cifar-100-binary.tar.gz", URLs: []string{"https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz"},
-			MD5: "03b5dce01913d631647c71ecec9e9cb8"}},
+			MD5: "03b5dce01913d631647c71ecec9e9cb8", Size: 168513733}},
 		Path: "cifar-100-binary.tar.gz",
 	},
 	{
@@ -151,11 +157,12 @@ data.dataset: shakespeare:<folder holding train/ and test/>, with data.seq_len 8
 }
 
 // idxFiles are the four gzipped IDX files of an MNIST-layout dataset at each of bases,
-// with their MD5s in the order train images, train labels, test images, test labels.
-func idxFiles(bases []string, md5s ...string) []File {
+// with their MD5s and sizes in the order train images, train labels, test images, test
+// labels.
+func idxFiles(bases []string, md5s [4]string, sizes [4]int64) []File {
 	var out []File
 	for i, name := range []string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"} {
-		f := File{Name: name, MD5: md5s[i]}
+		f := File{Name: name, MD5: md5s[i], Size: sizes[i]}
 		for _, b := range bases {
 			f.URLs = append(f.URLs, b+name)
 		}

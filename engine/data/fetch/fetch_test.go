@@ -402,3 +402,257 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		t.Fatalf("unknown length: %q", got)
 	}
 }
+
+// hostile is a server's misbehaviour: after n bytes of the file, announced or not (length
+// < 0: no Content-Length), it stalls (until the client goes, or the test ends) or sends
+// zeros without end.
+type hostile struct {
+	length int64
+	n      int
+	then   string // "stall" or "endless"; "" ends the response
+}
+
+func (h hostile) serve(done <-chan struct{}, b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if h.length >= 0 {
+			w.Header().Set("Content-Length", strconv.FormatInt(h.length, 10))
+		}
+		if h.then == "stall" && h.n < 0 { // silent before its headers
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(b[:h.n])
+		w.(http.Flusher).Flush()
+		switch h.then {
+		case "stall":
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+		case "endless":
+			zeros := make([]byte, 64<<10)
+			for {
+				if _, err := w.Write(zeros); err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TestHostileServersAreHandled: a server that stalls (before or after its headers), sends
+// more than the file's size or never stops, a disk too small or full, and an interruption
+// mid-transfer each end the download within seconds with an error that names the file or
+// its folder; only a transfer cut short suggests resuming, and only it keeps a .part file.
+func TestHostileServersAreHandled(t *testing.T) {
+	saved := IdleLimit
+	t.Cleanup(func() { IdleLimit = saved })
+	const idle = time.Second // short, but far above a loopback server's answer
+	IdleLimit = idle
+	b, sum := fixture(20_000)
+	full := int64(len(b))
+	for _, c := range []struct {
+		name    string
+		server  hostile
+		size    int64                          // the catalog's size; 0: not given
+		setup   func(t *testing.T, dir string) // before Get; nil: nothing
+		cancel  bool                           // the context ends once the .part holds the bytes sent
+		want    []string
+		resume  bool  // the error suggests resuming
+		kept    int64 // the .part's length afterwards; -1: none
+		request bool  // the server is asked
+	}{
+		{name: "stall after the headers", server: hostile{full, 1000, "stall"}, size: full,
+			want: []string{"sent nothing for 1s", "cut off after 1.0 kB"}, resume: true, kept: 1000, request: true},
+		{name: "stall before the headers", server: hostile{full, -1, "stall"}, size: full,
+			want: []string{"sent nothing for 1s (no answer to the request)"}, kept: -1, request: true},
+		{name: "endless, unannounced", server: hostile{-1, 0, "endless"}, size: full,
+			want: []string{"sent more than the 20000 bytes a.bin has", "removed"}, kept: -1, request: true},
+		{name: "more than the size, announced", server: hostile{1 << 40, 0, "endless"}, size: full,
+			want: []string{"announces 1099511627776 bytes", "more than the 20000 bytes a.bin has"}, kept: -1, request: true},
+		{name: "a disk without room", server: hostile{full, int(full), ""}, size: 1 << 50,
+			want: []string{"the file needs 1.1 PB", "free", RootEnv}, kept: -1},
+		{name: "a disk that fills up", server: hostile{full, int(full), ""}, size: full,
+			setup: func(t *testing.T, dir string) { // /dev/full answers every write with ENOSPC
+				if err := os.Symlink("/dev/full", filepath.Join(dir, "a.bin.part")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"is full", "partial download was removed", RootEnv}, kept: -1, request: true},
+		{name: "interrupted mid-transfer", server: hostile{full, 1000, "stall"}, size: full, cancel: true,
+			want: []string{"interrupted", "cut off after 1.0 kB"}, resume: true, kept: 1000, request: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan struct{})
+			requests := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests++
+				c.server.serve(done, b)(w, r)
+			}))
+			defer srv.Close()
+			defer close(done)
+			if c.cancel {
+				IdleLimit = time.Minute // the interruption, not the idle limit, ends it
+				defer func() { IdleLimit = idle }()
+			}
+			root := t.TempDir()
+			dir := filepath.Join(root, "toy")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if c.setup != nil {
+				c.setup(t, dir)
+			}
+			d := Dataset{Name: "toy", Path: "a.bin", Files: []File{{Name: "a.bin", URLs: []string{srv.URL + "/a.bin"}, MD5: sum, Size: c.size}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancel {
+				go func() {
+					for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+						if st, err := os.Stat(filepath.Join(dir, "a.bin.part")); err == nil && st.Size() == int64(c.server.n) {
+							break
+						}
+					}
+					cancel()
+				}()
+			}
+			start := time.Now()
+			_, err := Get(ctx, d, Options{Root: root})
+			if took := time.Since(start); took > 30*time.Second {
+				t.Fatalf("Get took %v", took)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range append(c.want, "a.bin") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v\nwant it to contain %q", err, w)
+				}
+			}
+			if got := strings.Contains(err.Error(), "resume"); got != c.resume {
+				t.Errorf("%v\nsuggests resuming: %v, want %v", err, got, c.resume)
+			}
+			st, serr := os.Lstat(filepath.Join(dir, "a.bin.part"))
+			switch {
+			case c.kept < 0 && serr == nil:
+				t.Errorf("a.bin.part (%d bytes) left behind", st.Size())
+			case c.kept >= 0 && (serr != nil || st.Size() != c.kept):
+				t.Errorf("a.bin.part: %v; want its %d bytes kept", serr, c.kept)
+			}
+			if (requests > 0) != c.request {
+				t.Errorf("%d requests; want some: %v", requests, c.request)
+			}
+			if _, ok := Fetched(root, d); ok {
+				t.Error("counts as fetched")
+			}
+		})
+	}
+}
+
+// TestLockWaitEndsWithTheContext: a Get waiting for another process's fetch of the same
+// dataset says so, and ends when its context does, naming the lock.
+func TestLockWaitEndsWithTheContext(t *testing.T) {
+	root := t.TempDir()
+	d := Dataset{Name: "toy", Path: "a.bin", Files: []File{{Name: "a.bin", URLs: []string{"http://127.0.0.1:1/a.bin"}}}}
+	if err := os.MkdirAll(filepath.Join(root, "toy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(root, "toy", ".pfl-data.lock")
+	holder, err := lockFile(context.Background(), lock, "toy", Options{}) // flock(2) locks conflict between open files of one process too
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder()
+	ctx, cancel := context.WithCancel(context.Background())
+	var log syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := Get(ctx, d, Options{Root: root, Progress: &log})
+		done <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "waiting for another pfl fetching toy"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of the wait: %q", log.String())
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "interrupted while waiting") || !strings.Contains(err.Error(), lock) {
+			t.Fatalf("%v; want the interrupted wait and the lock named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait for the lock outlived its context by 30 s")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFetchedDatasetIsCheckedAgain: pfl data get on a dataset fetched already checks its
+// files against the SHA-256 recorded, and names one that changed since (leaving it as it
+// is).
+func TestFetchedDatasetIsCheckedAgain(t *testing.T) {
+	s := newServer(t)
+	b, sum := fixture(3000)
+	s.files["/a.bin"] = b
+	root := t.TempDir()
+	d := oneFile(s, "a.bin", sum)
+	rec, err := Get(context.Background(), d, Options{Root: root})
+	if err != nil || rec.Files[0].Rechecked {
+		t.Fatalf("first Get: %v, %+v; want a fresh fetch", err, rec)
+	}
+	path, recorded := filepath.Join(root, "toy", "a.bin"), rec.Files[0].SHA256
+	for _, c := range []struct {
+		name    string
+		content []byte
+		err     string
+	}{
+		{"unchanged", b, ""},
+		{"a byte changed", append([]byte{b[0] ^ 1}, b[1:]...), "changed since it was fetched"},
+		{"truncated", b[:100], "100 bytes of SHA-256"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(path, c.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := len(s.ranges)
+			rec, err := Get(context.Background(), d, Options{Root: root})
+			if len(s.ranges) != n {
+				t.Errorf("%d requests; want the file checked, not fetched", len(s.ranges)-n)
+			}
+			if c.err == "" {
+				if err != nil || !rec.Files[0].Rechecked {
+					t.Fatalf("%v, %+v; want it checked again", err, rec)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), recorded) {
+				t.Fatalf("%v; want %s named as changed", err, path)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, c.content) {
+				t.Fatal("the changed file was altered")
+			}
+		})
+	}
+}
