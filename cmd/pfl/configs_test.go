@@ -232,3 +232,21 @@ func TestGridConfigsValidateEveryPoint(t *testing.T) {
 		t.Fatalf("%d configs with a sweep or seeds, want at least 5", grids)
 	}
 }
+
+// TestEveryConfigSetsOnlyKeysItsRunsRead: no preset of configs/ sets an algorithm key that
+// none of its runs reads (pfl train refuses such a config).
+func TestEveryConfigSetsOnlyKeysItsRunsRead(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		cfg, err := loadConfig(filepath.Join("../../configs", e.Name()), []string{"out=" + t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if err := experiment.CheckKeysRead(cfg); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+}
