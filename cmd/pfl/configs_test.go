@@ -233,9 +233,9 @@ func TestGridConfigsValidateEveryPoint(t *testing.T) {
 	}
 }
 
-// TestEveryConfigSetsOnlyKeysItsRunsRead: no preset of configs/ sets an algorithm key that
-// none of its runs reads (pfl train refuses such a config).
-func TestEveryConfigSetsOnlyKeysItsRunsRead(t *testing.T) {
+// TestEveryConfigGivesMembersOnlyKeysTheyRead: no suite member or sweep of configs/ sets an
+// algorithm key that its run's algorithm does not read (pfl train refuses such a config).
+func TestEveryConfigGivesMembersOnlyKeysTheyRead(t *testing.T) {
 	entries, err := configs.Files.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestEveryConfigSetsOnlyKeysItsRunsRead(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
-		if err := experiment.CheckKeysRead(cfg); err != nil {
+		if err := experiment.CheckKeysRead(cfg, nil); err != nil {
 			t.Errorf("%s: %v", e.Name(), err)
 		}
 	}

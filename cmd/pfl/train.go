@@ -64,7 +64,7 @@ func trainCmd(args []string, out io.Writer) error {
 		// no signal handler: printing writes nothing, so a signal ends it at once
 		return printConfig(out, cfg, sources)
 	}
-	if err := experiment.CheckKeysRead(cfg); err != nil {
+	if err := experiment.CheckKeysRead(cfg, givenKeys(sources)); err != nil {
 		return err
 	}
 	ctx, stop := interruptible(out)
@@ -211,6 +211,18 @@ func resumeRun(ctx context.Context, dir string, sets []string, out io.Writer) er
 	}
 	printResult(out, res)
 	return nil
+}
+
+// givenKeys are the keys of sources (loadConfigSources') that --set or a PFL_* variable
+// gave, each with who gave it; a config file's keys are not among them.
+func givenKeys(sources map[string]string) map[string]string {
+	out := map[string]string{}
+	for key, src := range sources {
+		if strings.HasPrefix(src, "--set ") || strings.HasPrefix(src, "environment variable ") {
+			out[key] = src
+		}
+	}
+	return out
 }
 
 // resumableSets refuses a --set of a key that a resumed run may not change (all but

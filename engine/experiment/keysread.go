@@ -17,16 +17,17 @@ type keyRun struct {
 	where     string
 }
 
-// CheckKeysRead refuses an algorithm key that cfg sets and no run of it reads, naming the
-// key and the algorithms that do read it: a value given must be honoured or refused. Each
-// algorithm reads its own section (algorithm.pfedme.* for pfedme) and some shared keys
-// (`pfl algorithms NAME` lists them); a key counts as set when its value differs from the
-// default. A suite's or grid's runs share the config's algorithm section, so there a key
-// is refused only when none of them reads it, and the runs that do not read it ignore it
-// (algorithm.mu beside a fedprox member); a key that a member's entry or a sweep sets must
-// be read by each run it is set for. pfl train checks a config with it before it runs or
-// dry-runs it; a run's config.json, written by pfl, is not checked again.
-func CheckKeysRead(cfg Config) error {
+// CheckKeysRead refuses an algorithm key given for runs none of which reads it, naming
+// the key, who gave it and the algorithms that do read it: a value given must be honoured
+// or refused. Each algorithm reads its own section (algorithm.pfedme.* for pfedme) and
+// some shared keys (`pfl algorithms NAME` lists them). given maps the keys given for the
+// runs actually started (pfl train's --set and PFL_* variables) to who gave them ("--set
+// algorithm.mu=0.1"): each must be read by one of cfg's runs. A suite member's entry
+// gives keys for that member, and a sweep for its points: each must be read by the run it
+// is given for. A config file's algorithm section is not checked: it is shared by a
+// suite's members, and a file may be run with another algorithm.name (--set
+// algorithm.name=fedavg), each run reading its algorithm's keys and ignoring the rest.
+func CheckKeysRead(cfg Config, given map[string]string) error {
 	runs, err := keyRuns(cfg)
 	if err != nil {
 		return err
@@ -38,26 +39,22 @@ func CheckKeysRead(cfg Config) error {
 			}
 		}
 	}
-	set, err := algorithmKeysSet(cfg)
-	if err != nil {
-		return err
+	var algorithms []string
+	for _, r := range runs {
+		if !slices.Contains(algorithms, r.algorithm) {
+			algorithms = append(algorithms, r.algorithm)
+		}
 	}
-	for _, key := range set {
-		read := false
-		var algorithms []string
-		for _, r := range runs {
-			read = read || reads(r.algorithm, key)
-			if !slices.Contains(algorithms, r.algorithm) {
-				algorithms = append(algorithms, r.algorithm)
-			}
+	for _, key := range slices.Sorted(maps.Keys(given)) {
+		if !strings.HasPrefix(key, "algorithm.") || key == "algorithm.name" ||
+			slices.ContainsFunc(runs, func(r keyRun) bool { return reads(r.algorithm, key) }) {
+			continue
 		}
-		switch {
-		case read:
-		case len(runs) == 1:
-			return fmt.Errorf("%s: set, but algorithm %s does not read it%s; remove it", key, runs[0].algorithm, readersOf(key))
-		default:
-			return fmt.Errorf("%s: set, but none of the runs' algorithms (%s) reads it%s; remove it", key, strings.Join(algorithms, ", "), readersOf(key))
+		what := "algorithm " + algorithms[0] + " does not read it"
+		if len(runs) > 1 {
+			what = "none of the runs' algorithms (" + strings.Join(algorithms, ", ") + ") reads it"
 		}
+		return fmt.Errorf("%s: %s, but %s%s; remove it", key, given[key], what, readersOf(key))
 	}
 	return nil
 }
@@ -113,29 +110,6 @@ func keyRuns(cfg Config) ([]keyRun, error) {
 		runs = append(runs, keyRun{mc.Algorithm.Name, algorithmKeys(m.sets), "suite member " + m.label})
 	}
 	return runs, nil
-}
-
-// algorithmKeysSet lists, sorted, the algorithm keys (but algorithm.name) whose values in
-// cfg differ from their defaults; the keys that follow train.lr when unset
-// (algorithm.hyper.lr, algorithm.pfedme.personal_lr) are compared with it.
-func algorithmKeysSet(cfg Config) ([]string, error) {
-	def := DefaultConfig()
-	def.Train.LR = cfg.Train.LR
-	have, err := flatten(cfg.Resolved())
-	if err != nil {
-		return nil, err
-	}
-	want, err := flatten(def.Resolved())
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, key := range slices.Sorted(maps.Keys(have)) {
-		if strings.HasPrefix(key, "algorithm.") && key != "algorithm.name" && !jsonEqual(have[key], want[key]) {
-			out = append(out, key)
-		}
-	}
-	return out, nil
 }
 
 // reads reports whether the algorithm named reads the key (algorithm.mu, an unknown
