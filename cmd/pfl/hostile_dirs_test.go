@@ -70,7 +70,7 @@ func TestRunDirectoriesAndKeysAreGuarded(t *testing.T) {
 		args    []string
 		code    int
 		mention string
-		keep    []string                      // paths (under tmp) pfl did not write: unchanged after the command
+		keep    []string                       // paths (under tmp) pfl did not write: unchanged after the command
 		check   func(t *testing.T, out string) // more to check; nil: nothing
 	}{
 		// only what pfl wrote is replaced, and only with --overwrite

@@ -39,7 +39,7 @@ type Settings struct {
 	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
 	// official local_training: every client, every round, whatever train.participation)
 	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
-	// every other algorithm). Unset: all. Other algorithms refuse it.
+	// every other algorithm). Unset: all. Other algorithms do not read it.
 	LocalClients string        `mapstructure:"local_clients" json:"local_clients"`
 	Hyper        HyperSettings `mapstructure:"hyper" json:"hyper"`
 	// own holds the own sections a config set (algorithm.fedrep, algorithm.pfedme, …:
