@@ -179,6 +179,7 @@ type Interrupted struct {
 	Resume string // the directory to resume: the run's, or its suite's or grid's
 }
 
+// Error says after which round the run stopped and how to continue it.
 func (e *Interrupted) Error() string {
 	return fmt.Sprintf("interrupted after round %d; continue with: pfl train --resume %s", e.Round, e.Resume)
 }
