@@ -52,7 +52,7 @@ func configSource(path string) (src []byte, where string, err error) {
 		src, err = configs.Files.ReadFile(configs.Demo)
 		return src, "the built-in demo " + configs.Demo, err
 	}
-	src, err = os.ReadFile(path)
+	src, err = experiment.ReadConfigFile(path)
 	if err == nil || !errors.Is(err, os.ErrNotExist) || strings.ContainsRune(path, os.PathSeparator) {
 		return src, path, err
 	}

@@ -52,6 +52,17 @@ Every key of an experiment config (YAML, ` + "`--set section.key=value`" + `, or
 ` + "`TestConfigReferenceIsCurrent`" + ` (cmd/pfl): the type, the default, and the field's own
 documentation. An optional key is unset (` + "`null`" + `) by default and then follows what its
 text says. ` + "`pfl train --print-config`" + ` prints a config's every key with its value and source.
+
+Each algorithm reads ` + "`algorithm.name`" + `, its own section (` + "`algorithm.pfedme.*`" + ` for pfedme) and
+the shared keys its ` + "`pfl algorithms NAME`" + ` lists; the rest of the ` + "`algorithm`" + ` section are other
+algorithms' keys, which it ignores. One rule decides when such a key is an error: a key given
+for runs none of which reads it is refused, naming the key. A config file's ` + "`algorithm`" + `
+section is given for every run the file may make — a suite's members share it, and a file
+may be run with ` + "`--set algorithm.name=...`" + ` — so it may hold several algorithms' keys; a
+key given by ` + "`--set`" + ` or a ` + "`PFL_*`" + ` variable is given for the runs being started, and one that
+a suite member's entry or a sweep sets for the run it makes, and each must be read there
+(` + "`--set algorithm.pfedme.lambda=3`" + ` with fedper is refused, as is
+` + "`--set algorithm.local_clients=sampled`" + `).
 `)
 	def := experiment.DefaultConfig()
 	section := "-"

@@ -232,3 +232,21 @@ func TestGridConfigsValidateEveryPoint(t *testing.T) {
 		t.Fatalf("%d configs with a sweep or seeds, want at least 5", grids)
 	}
 }
+
+// TestEveryConfigGivesMembersOnlyKeysTheyRead: no suite member or sweep of configs/ sets an
+// algorithm key that its run's algorithm does not read (pfl train refuses such a config).
+func TestEveryConfigGivesMembersOnlyKeysTheyRead(t *testing.T) {
+	entries, err := configs.Files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		cfg, err := loadConfig(filepath.Join("../../configs", e.Name()), []string{"out=" + t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if err := experiment.CheckKeysRead(cfg, nil); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+}

@@ -78,8 +78,8 @@ func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
 // set up (here: a folder of images that is not there, which only loading finds; a missing
 // dataset pfl fetches is found before anything is written) leaves nothing that refuses
 // the plain retry (the suite and the grid used to leave config.json, which "already holds
-// a suite" refused, --resume too); a directory with a round done, or with a file that is
-// not pfl's, is still refused.
+// a suite" refused, --resume too); a directory with a round done is still refused, and one
+// with a file that is not pfl's is refused naming it.
 func TestFailedStartDoesNotBlockARetry(t *testing.T) {
 	tmp := t.TempDir()
 	missing := "data.dataset=domains:" + filepath.Join(tmp, "no-such")
@@ -111,8 +111,8 @@ func TestFailedStartDoesNotBlockARetry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if text := pfl(t, 1, "train", "-c", cfg); !strings.Contains(text, "already holds a suite") {
-		t.Errorf("a failed start holding a file of the user's: %s", text)
+	if text := pfl(t, 1, "train", "-c", cfg); !strings.Contains(text, filepath.Join(user, "notes.txt")+", which pfl did not write") {
+		t.Errorf("a failed start holding a file of the user's: %s; want the file named", text)
 	}
 }
 

@@ -425,6 +425,52 @@ func TestAcrossProcessesStopTogether(t *testing.T) {
 	}
 }
 
+// TestLaunchNamesTheRankASignalStopped sends SIGTERM to rank 1 alone: every rank stops
+// after the same round (rank 0 with its checkpoint), and launch must name rank 1, the one
+// the signal stopped, whichever rank ended first, and leave no lock file.
+func TestLaunchNamesTheRankASignalStopped(t *testing.T) {
+	out := t.TempDir()
+	cfg := writeDistConfig(t, out)
+	cmd := exec.Command(os.Args[0], "launch", "-n", "2", "--", "train", "-c", cfg, "--set", "out="+out, "--set", "name=term",
+		"--set", "train.rounds=20", "--set", "train.epochs=4")
+	cmd.Env = childEnvironment(t)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	sc := bufio.NewScanner(pipe)
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	pidRE := regexp.MustCompile(`^\[rank 1\] pid (\d+)$`)
+	pid, sent := 0, false
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if m := pidRE.FindStringSubmatch(sc.Text()); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		if !sent && pid > 0 && strings.HasPrefix(sc.Text(), "[rank 0] checkpoint round 1") {
+			if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	text := log.String()
+	if !sent || err == nil || !strings.Contains(text, "pfl launch: rank 1 of 2 was stopped by a signal sent to it") {
+		t.Fatalf("SIGTERM to rank 1: %v; want launch to name rank 1\n%s", err, text)
+	}
+	if !regexp.MustCompile(`\[rank 0\] pfl train: interrupted after round \d+; continue with: pfl train --resume`).MatchString(text) {
+		t.Fatalf("rank 0 did not stop with its checkpoint and the resume hint:\n%s", text)
+	}
+	noLocks(t, out)
+}
+
 // TestSuiteAcrossProcessesMatchesOneProcess runs a two-member suite (FedAvg, then FedTP,
 // whose hypernetwork is the second member's own) in one process and on 2 ranks: every
 // rank runs the members in order, each split across the ranks as a single run, and rank 0

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"pfl/bench/harness"
 	"pfl/cuda"
@@ -41,7 +42,7 @@ func printConfig(out io.Writer, cfg experiment.Config, sources map[string]string
 		case !ok:
 			source = "default"
 		}
-		fmt.Fprintf(tw, "%s: %s\t# %s\n", key, final, source)
+		fmt.Fprintf(tw, "%s: %s\t# %s\n", key, shown(final), shown(source))
 	})
 	if err != nil {
 		return err
@@ -51,9 +52,25 @@ func printConfig(out io.Writer, cfg experiment.Config, sources map[string]string
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "sweep: %s\t# %s\n", b, sources["sweep"])
+		fmt.Fprintf(tw, "sweep: %s\t# %s\n", shown(string(b)), sources["sweep"])
 	}
 	return tw.Flush()
+}
+
+// maxShown is the most bytes of a value or source --print-config shows: the columns align
+// to the longest, so one long value (a note of a megabyte) would pad every line to it.
+const maxShown = 160
+
+// shown is s, or its first maxShown bytes (whole characters) marked as cut, with its size.
+func shown(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes in all)", s[:cut], len(s))
 }
 
 // keyJSON is the JSON of cfg's value at key (section.key, as mapstructure names it).
@@ -116,7 +133,7 @@ func measureFirstRound(ctx context.Context, cfg experiment.Config) (round, eval 
 		return 0, 0, nil, err
 	}
 	defer sess.Close()
-	memory = sess.Memory()
+	memory = append(sess.Memory(), sess.Warnings()...)
 	r := sess.Run()
 	dev, err := cuda.ParseDevice(cfg.Device)
 	if err != nil {

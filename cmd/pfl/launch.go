@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -73,17 +74,11 @@ func launchCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type exit struct {
-		rank int
-		err  error
-	}
-	exits := make(chan exit, *n)
-	var mu sync.Mutex // one line at a time on out
-	procs := make([]*exec.Cmd, *n)
-	var pipes sync.WaitGroup
+	rs := &ranks{procs: make([]*exec.Cmd, *n), exits: make(chan rankExit, *n), out: out,
+		signalled: make([]bool, *n), done: make([]bool, *n)}
 	start, stopStarting := starter()
 	defer stopStarting()
-	for r := range procs {
+	for r := range rs.procs {
 		c := exec.Command(exe, rest...)
 		c.Env = append(os.Environ(),
 			dist.EnvRank+"="+strconv.Itoa(r), dist.EnvWorldSize+"="+strconv.Itoa(*n),
@@ -100,80 +95,157 @@ func launchCmd(args []string, out io.Writer) error {
 		// its ranks with it, instead of leaving them training with nobody reading them.
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := start(c); err != nil {
-			for _, p := range procs[:r] {
+			for _, p := range rs.procs[:r] {
 				p.Process.Kill()
 			}
 			return fmt.Errorf("starting rank %d: %w", r, err)
 		}
-		procs[r] = c
-		mu.Lock()
+		rs.procs[r] = c
+		rs.mu.Lock()
 		fmt.Fprintf(out, "[rank %d] pid %d\n", r, c.Process.Pid)
-		mu.Unlock()
-		pipes.Add(1)
-		go func() {
-			defer pipes.Done()
-			sc := bufio.NewScanner(pr)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				mu.Lock()
-				fmt.Fprintf(out, "[rank %d] %s\n", r, sc.Text())
-				mu.Unlock()
-			}
-			io.Copy(io.Discard, pr) // a line over 1 MiB: drop the rest rather than block the rank
-		}()
+		rs.mu.Unlock()
+		rs.pipes.Add(1)
+		go rs.forward(r, pr)
 		go func() {
 			err := c.Wait()
+			rs.mu.Lock()
+			early := !rs.sent
+			rs.mu.Unlock()
 			pw.Close()
-			exits <- exit{r, err}
+			rs.exits <- rankExit{rank: r, err: err, early: early}
 		}()
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	// The ranks end in any order; the first failure stops the others.
-	done := make([]bool, *n)
-	var failed *exit
-	interrupted := false
-	for left := len(procs); left > 0; {
-		var e exit
-		select {
-		case sig := <-sigs:
-			interrupted = true
-			for r, c := range procs {
-				if !done[r] {
-					c.Process.Signal(sig)
-				}
-			}
-			continue
-		case e = <-exits:
-			left--
+	return rs.wait(sigs)
+}
+
+// ranks are the processes of one pfl launch and what launch knows of them.
+type ranks struct {
+	procs []*exec.Cmd
+	exits chan rankExit
+	pipes sync.WaitGroup // the goroutines forwarding the ranks' output
+	out   io.Writer
+	mu    sync.Mutex // one line at a time on out; guards signalled and sent
+	// signalled[r]: rank r said a signal stopped it before launch signalled any rank (a
+	// SIGTERM sent to it alone); sent: launch has signalled the ranks
+	signalled []bool
+	sent      bool
+	done      []bool // the ranks that have ended (wait's own)
+}
+
+// forward copies rank r's output (pr) to out line by line, prefixed by the rank, noting
+// the line by which the rank says a signal stops it.
+func (rs *ranks) forward(r int, pr *io.PipeReader) {
+	defer rs.pipes.Done()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rs.mu.Lock()
+		line := sc.Text()
+		fmt.Fprintf(rs.out, "[rank %d] %s\n", r, line)
+		if !rs.sent && strings.HasPrefix(line, "pfl: ") && strings.Contains(line, stoppingNotice) {
+			rs.signalled[r] = true
 		}
-		done[e.rank] = true
-		if e.err == nil || failed != nil {
-			continue
-		}
-		failed = &e
-		if interrupted {
-			// A rank that stops on the interrupt exits with an error; the others got the same
-			// signal and stop after their round in progress. A SIGTERM now would be their
-			// second signal, which stops them at once: rank 0 before it says where it stopped.
-			continue
-		}
-		for r, c := range procs {
-			if !done[r] {
-				c.Process.Signal(syscall.SIGTERM)
+		rs.mu.Unlock()
+	}
+	io.Copy(io.Discard, pr) // a line over 1 MiB: drop the rest rather than block the rank
+}
+
+// signalAll sends sig to every rank still running, and with kill kills each launchGrace
+// later.
+func (rs *ranks) signalAll(sig os.Signal, kill bool) {
+	rs.mu.Lock()
+	rs.sent = true
+	rs.mu.Unlock()
+	for r, c := range rs.procs {
+		if !rs.done[r] {
+			c.Process.Signal(sig)
+			if kill {
 				time.AfterFunc(launchGrace, func() { c.Process.Kill() })
 			}
 		}
 	}
-	pipes.Wait()
-	if failed != nil && interrupted {
-		return fmt.Errorf("interrupted: the ranks stopped (their output says after which round)")
+}
+
+// wait waits for every rank to end, forwarding launch's own signals (sigs) to them: the
+// ranks end in any order, and the first failure stops the others. The error names the
+// rank to blame (culprit).
+func (rs *ranks) wait(sigs <-chan os.Signal) error {
+	var failures []rankExit // in the order the ranks ended
+	interrupted := false
+	for left := len(rs.procs); left > 0; {
+		var e rankExit
+		select {
+		case sig := <-sigs:
+			interrupted = true
+			rs.signalAll(sig, false)
+			continue
+		case e = <-rs.exits:
+			left--
+		}
+		rs.done[e.rank] = true
+		if e.err == nil {
+			continue
+		}
+		failures = append(failures, e)
+		if len(failures) > 1 || interrupted {
+			// After an interrupt, a rank that stops on it exits with an error; the others got
+			// the same signal and stop after their round in progress. A SIGTERM now would be
+			// their second signal, which stops them at once: rank 0 before it says where it
+			// stopped.
+			continue
+		}
+		rs.signalAll(syscall.SIGTERM, true)
 	}
-	if failed != nil {
-		return fmt.Errorf("rank %d of %d failed (%v); the other ranks were stopped", failed.rank, *n, failed.err)
+	rs.pipes.Wait()
+	switch {
+	case len(failures) > 0 && interrupted:
+		return fmt.Errorf("interrupted: the ranks stopped (their output says after which round)")
+	case len(failures) > 0:
+		return culprit(failures, rs.signalled, len(rs.procs))
 	}
 	return nil
+}
+
+// rankExit is how a rank of pfl launch ended: err nil for success; early when it ended
+// before launch signalled any rank (so not because launch stopped it).
+type rankExit struct {
+	rank  int
+	err   error
+	early bool
+}
+
+// culprit is launch's error for ranks that failed (in the order they ended) among n: it
+// names the rank that caused the others to stop, not the first to end. A rank that a
+// signal of its own stopped (signalled: it said so) stops every rank after the same
+// round, and whichever ends first, the signal's rank is the one to name; then a rank a
+// signal killed (SIGKILL: the others fail in their next collective); else the first.
+func culprit(failures []rankExit, signalled []bool, n int) error {
+	for _, e := range failures {
+		if signalled[e.rank] { // before launch signalled anyone, so not launch's signal
+			return fmt.Errorf("rank %d of %d was stopped by a signal sent to it; the other ranks stopped with it after the same round (rank 0's output says how to continue)", e.rank, n)
+		}
+	}
+	blame := failures[0]
+	for _, e := range failures {
+		if e.early && killedBySignal(e.err) {
+			blame = e
+			break
+		}
+	}
+	return fmt.Errorf("rank %d of %d failed (%v); the other ranks were stopped", blame.rank, n, blame.err)
+}
+
+// killedBySignal reports whether err is the exit error of a process a signal killed.
+func killedBySignal(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
 
 // starter returns a function that starts commands from one OS thread, and a function that

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"pfl/configs"
@@ -35,12 +38,20 @@ func trainCmd(args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ctx, stop := interruptible(out)
-	defer stop()
+	// an empty value (an unset shell variable) must not fall back to the demo
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, f := range []struct{ name, flag, what string }{{"resume", "--resume", "the run directory to continue"}, {"c", "-c", "a config file or a built-in config's name"}} {
+		if given[f.name] && fs.Lookup(f.name).Value.String() == "" {
+			return fmt.Errorf("%s: empty; give %s (an unset shell variable?), or leave %s out", f.flag, f.what, f.flag)
+		}
+	}
 	if *resume != "" {
 		if *path != "" || *overwrite || *printCfg || *dry {
 			return fmt.Errorf("--resume continues a run with its own config; drop -c, --overwrite, --print-config and --dry-run")
 		}
+		ctx, stop := interruptible(out)
+		defer stop()
 		return resumeRun(ctx, *resume, sets, experiment.Options{Observer: observer(out), StopOnDivergence: *stopDiv}, out)
 	}
 	cfg, sources, err := loadConfigSources(*path, sets)
@@ -51,8 +62,14 @@ func trainCmd(args []string, out io.Writer) error {
 		if *dry {
 			return fmt.Errorf("--print-config and --dry-run: give one")
 		}
+		// no signal handler: printing writes nothing, so a signal ends it at once
 		return printConfig(out, cfg, sources)
 	}
+	if err := experiment.CheckKeysRead(cfg, givenKeys(sources)); err != nil {
+		return err
+	}
+	ctx, stop := interruptible(out)
+	defer stop()
 	if err := checkDevice(cfg.Device); err != nil {
 		return err
 	}
@@ -135,6 +152,10 @@ func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.O
 			return err
 		}
 	}
+	if parent := experiment.Enclosing(dir); parent != "" {
+		return fmt.Errorf("%s is one of the runs of %s; continue them together with: pfl train --resume %s (resuming one alone would leave the results of %s out of date)",
+			dir, parent, parent, parent)
+	}
 	if experiment.IsGrid(dir) {
 		if len(sets) > 0 {
 			return fmt.Errorf("--set with --resume of a grid (seeds or sweep): edit %s instead", filepath.Join(dir, "config.json"))
@@ -170,6 +191,9 @@ func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.O
 	if err != nil {
 		return err
 	}
+	if err := resumableSets(sets); err != nil {
+		return err
+	}
 	if len(sets) > 0 {
 		out, name := cfg.Out, cfg.Name // where the run lies now, whatever config.json says
 		if cfg, err = loadConfig(filepath.Join(dir, "config.json"), sets); err != nil {
@@ -190,6 +214,40 @@ func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.O
 	return nil
 }
 
+// givenKeys are the keys of sources (loadConfigSources') that --set or a PFL_* variable
+// gave, each with who gave it; a config file's keys are not among them.
+func givenKeys(sources map[string]string) map[string]string {
+	out := map[string]string{}
+	for key, src := range sources {
+		if strings.HasPrefix(src, "--set ") || strings.HasPrefix(src, "environment variable ") {
+			out[key] = src
+		}
+	}
+	return out
+}
+
+// resumableSets refuses a --set of a key that a resumed run may not change (all but
+// experiment.ResumableKeys: the others define the run, and name and out are where it
+// lies), naming it before the checkpoint is read. A key that is no config key is left to
+// loadConfig, which says so.
+func resumableSets(sets []string) error {
+	fields, ok := configFields(), experiment.ResumableKeys()
+	for _, s := range sets {
+		key, _, _ := strings.Cut(s, "=")
+		key = strings.ToLower(key)
+		if _, known := fields[key]; known && !slices.Contains(ok, key) {
+			return fmt.Errorf("--set %s: %s cannot change when a run is resumed (it is the run's own; pfl train -c <config> --set ... starts another run); --resume takes --set of %s only",
+				s, key, strings.Join(ok, ", "))
+		}
+	}
+	return nil
+}
+
+// stoppingNotice follows the signal's name on the line a process prints when a signal asks
+// it to stop ("pfl: terminated: stopping after the round in progress ..."): pfl launch
+// reads it to name the rank that a signal stopped.
+const stoppingNotice = ": stopping after the round in progress"
+
 // interruptible returns a context that the first SIGINT or SIGTERM cancels (the run
 // finishes its round, saves a checkpoint and stops; during set-up it stops at the next
 // stage) and a second one ends the process at once (the last checkpoint, written
@@ -202,7 +260,7 @@ func interruptible(out io.Writer) (context.Context, func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			fmt.Fprintf(out, "\npfl: %v: stopping after the round in progress (with a checkpoint), or before the first if the run is still setting up; send it again to stop at once\n", s)
+			fmt.Fprintf(out, "\npfl: %v%s (with a checkpoint), or before the first if the run is still setting up; send it again to stop at once\n", s, stoppingNotice)
 			cancel()
 		case <-done:
 			return

@@ -3,6 +3,7 @@ package data
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -17,7 +18,7 @@ type IndexFile struct {
 	Test  [][]int `json:"test"`
 }
 
-// ReadIndexFile reads an IndexFile, refusing unknown keys.
+// ReadIndexFile reads an IndexFile, refusing unknown keys and anything after the object.
 func ReadIndexFile(path string) (IndexFile, error) {
 	var x IndexFile
 	fh, err := os.Open(path)
@@ -29,6 +30,11 @@ func ReadIndexFile(path string) (IndexFile, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&x); err != nil {
 		return x, fmt.Errorf("data: partition file %s: %w", path, err)
+	}
+	// one object and nothing after it: a second object or trailing text is a file cut
+	// and pasted together, not one partition
+	if _, err := dec.Token(); err != io.EOF {
+		return x, fmt.Errorf("data: partition file %s: more after its JSON object (at byte %d); want one object {\"train\": [...], \"test\": [...]}", path, dec.InputOffset())
 	}
 	return x, nil
 }

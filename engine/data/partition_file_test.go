@@ -56,6 +56,9 @@ func TestPartitionFileRefusesBadLists(t *testing.T) {
 		{`{"train": [[1], [2]], "test": [[3], [2]]}`, "fedperfix", "sample 2 is in client 1's test list and in client 1's training list"},
 		{`{"train": [[1], [2]], "test": [[3], [4]], "val": []}`, "", `unknown field "val"`},
 		{`not json`, "", "invalid character"},
+		{`{"train": [[1], [2]], "test": [[3], [4]]} trailing`, "", "more after its JSON object"},
+		{`{"train": [[1], [2]], "test": [[3], [4]]}}`, "", "more after its JSON object"},
+		{`{"train": [[1], [2]], "test": [[3], [4]]}{"train": [[5], [6]], "test": [[7], [8]]}`, "", "more after its JSON object"},
 	}
 	for _, c := range cases {
 		p := writeIndexFile(t, c.body)

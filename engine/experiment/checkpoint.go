@@ -277,6 +277,10 @@ func releaseHostMemory() {
 // evaluates, saves and summarizes. Every other key defines the experiment.
 var resumable = []string{"train.rounds", "train.eval_every", "train.checkpoint_every", "train.tail_rounds"}
 
+// ResumableKeys lists the keys a resumed run may change (--set with --resume); every other
+// key defines the experiment, and name and out are where it lies.
+func ResumableKeys() []string { return slices.Clone(resumable) }
+
 // identity is the JSON of the config's keys that define the run (all but resumable ones and
 // the run's location).
 func identity(cfg Config) (string, error) {

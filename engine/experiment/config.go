@@ -16,7 +16,9 @@ import (
 // it names, and every value it sets is used as given or refused by Validate, never replaced
 // by a default (a zero is a value like any other).
 type Config struct {
-	Name   string `mapstructure:"name" json:"name"`     // run name; default the algorithm and dataset
+	// Name is the run's folder under Out: a plain name of at most 249 bytes, without
+	// slashes, control characters or a leading dot; default the algorithm and the model.
+	Name   string `mapstructure:"name" json:"name"`
 	Out    string `mapstructure:"out" json:"out"`       // parent folder of run directories; default "runs"
 	Device string `mapstructure:"device" json:"device"` // cpu, cuda or cuda:N; default cpu
 	Seed   uint64 `mapstructure:"seed" json:"seed"`     // seed of every random stream; default 1
@@ -89,7 +91,8 @@ type DataConfig struct {
 	// PartitionFile is the JSON file that partition: file reads (data.IndexFile): each
 	// client's training and test indices into the stored dataset, as another implementation
 	// drew them, so that pfl and it train the same clients. Only with partition file, and
-	// without train_samples or test_samples (the indices name stored samples).
+	// without train_samples or test_samples (the indices name stored samples). One JSON
+	// object: anything after it (text, a second object) is refused.
 	PartitionFile    string  `mapstructure:"partition_file" json:"partition_file,omitempty"`
 	Convention       string  `mapstructure:"convention" json:"convention"`                 // fedtp or fedperfix; default fedtp
 	Alpha            float64 `mapstructure:"alpha" json:"alpha"`                           // Dirichlet concentration; default 0.5
@@ -216,7 +219,9 @@ type TrainConfig struct {
 	// DropLast drops each epoch's last partial step of local training, as PyTorch's
 	// DataLoader(drop_last=True) with one step's samples as its batch (Per-FedAvg's: two
 	// batches): PFLlib's clients load their training data so, and a client with fewer
-	// samples than a step then trains none. Default false: every sample every epoch, the
+	// samples than a step then trains none (a run where no client takes a step is
+	// refused, naming the keys; one where some do not is warned of). Default false: every
+	// sample every epoch, the
 	// last batch partial, as the FedTP code (for its transformers),
 	// FedPerfix's, pFedHN's and pFedGP's load it.
 	DropLast  bool `mapstructure:"drop_last" json:"drop_last"`

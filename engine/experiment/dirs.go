@@ -60,6 +60,38 @@ func Runs(dir string) ([]RunDir, error) {
 	return out, nil
 }
 
+// Enclosing is the suite or grid directory that holds the run in dir as one of its runs
+// (a suite's member, a grid's run), written as dir is (relative or not), or "" for a run
+// of its own. Such a run is resumed with
+// its suite or grid: alone, it would leave their results out of date, and with more
+// rounds than theirs it would keep them from resuming.
+func Enclosing(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	// the directory above, absolute and as dir gives it; a grid's run lies up to three
+	// levels down (point, member, seed)
+	up, given := abs, filepath.Clean(dir)
+	for range 3 {
+		up, given = filepath.Dir(up), filepath.Dir(given)
+		if _, err := os.Stat(filepath.Join(up, "config.json")); err != nil {
+			continue // a grid's point or member folder
+		}
+		runs, err := Runs(up)
+		if err != nil {
+			return ""
+		}
+		for _, r := range runs {
+			if a, err := filepath.Abs(r.Dir); err == nil && a == abs {
+				return given
+			}
+		}
+		return "" // the nearest config.json above is not a suite or grid of this run
+	}
+	return ""
+}
+
 // dataThere checks, before a suite or grid writes anything, that the data of each of its
 // runs is where data.dataset says or in the data folder (a run with data.download fetches
 // it when it starts), so that missing data is an error naming pfl data get, not a

@@ -81,11 +81,7 @@ func RunGrid(ctx context.Context, cfg Config, opts Options) (*GridResult, error)
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(g.dir) && !opts.Overwrite && !replaceFailedStart(g.dir, opts.Observer) {
-		unlock()
-		return nil, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", g.dir, g.dir)
-	}
-	err = replaceable(g.dir)
+	err = claimDir(g.dir, "grid", opts.Overwrite, opts.Observer)
 	if err == nil {
 		err = os.RemoveAll(g.dir)
 	}
@@ -227,6 +223,9 @@ func newGrid(cfg Config) (*grid, error) {
 	}
 	names := map[string]bool{}
 	for pi, p := range g.points {
+		if problem := folderName(p.name); p.name != "" && problem != "" {
+			return nil, fmt.Errorf("sweep: point %s: its folder name is %s; sweep fewer keys or shorter values", p.name, problem)
+		}
 		if names[p.name] {
 			return nil, fmt.Errorf("sweep: two points are both named %q (values that differ only in characters a folder name cannot hold)", p.name)
 		}
@@ -356,13 +355,16 @@ func (g *grid) run(ctx context.Context, resume bool, opts Options) (*GridResult,
 			continue
 		}
 		var err error
-		if _, statErr := os.Stat(filepath.Join(l.dir(), checkpointFile)); resume && statErr == nil {
+		if _, statErr := os.Stat(filepath.Join(l.dir(), checkpointFile)); resume && (statErr == nil || existingRun(l.dir())) {
 			r, err = ResumeWith(ctx, l.cfg, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
 		} else {
 			// a run that never wrote a checkpoint failed or was stopped while starting
 			r, err = RunWith(ctx, l.cfg, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
 		}
 		if err != nil {
+			if ie := resumeAt(err, g.dir); ie != err {
+				return res, fmt.Errorf("%s: %s: %w", g.dir, g.where(g.points[l.point], l.member, l.seed), ie)
+			}
 			return res, fmt.Errorf("%s: %s: %w (continue the whole grid with: pfl train --resume %s)", g.dir, g.where(g.points[l.point], l.member, l.seed), err, g.dir)
 		}
 		count.trained()

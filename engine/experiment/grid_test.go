@@ -129,8 +129,8 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 	cfg.Name = "r"
 	ctx, cancel := context.WithCancel(context.Background())
 	at, done, log := 3, 0, []string{}
-	if _, err := RunGrid(ctx, cfg, Options{Observer: stopAfter{&at, &done, cancel, &log}}); err == nil || !strings.Contains(err.Error(), "pfl train --resume "+filepath.Join(out, "r")) {
-		t.Fatalf("%v; want an interruption naming the grid to resume", err)
+	if _, err := RunGrid(ctx, cfg, Options{Observer: stopAfter{&at, &done, cancel, &log}}); err == nil || !strings.HasSuffix(err.Error(), "continue with: pfl train --resume "+filepath.Join(out, "r")) {
+		t.Fatalf("%v; want an interruption naming the grid (not its run) to resume", err)
 	}
 	dir := filepath.Join(out, "r")
 	if !IsGrid(dir) || IsSuite(dir) {

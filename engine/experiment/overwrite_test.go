@@ -36,7 +36,7 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 		if _, err := Report(dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := replaceable(dir); err != nil {
+		if err := pflDir(dir); err != nil {
 			t.Fatalf("pfl's own outputs: %v", err)
 		}
 	}
@@ -49,7 +49,7 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceable(res.Dir); err == nil || !strings.Contains(err.Error(), foreign) {
+	if err := pflDir(res.Dir); err == nil || !strings.Contains(err.Error(), foreign) {
 		t.Fatalf("a file pfl did not write: %v", err)
 	}
 	if _, err := RunSuiteWith(context.Background(), cfg, Options{Overwrite: true}); err == nil {
@@ -65,7 +65,7 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(empty, "summary.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceable(empty); err == nil || !strings.Contains(err.Error(), "config.json") {
+	if err := pflDir(empty); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Fatalf("a folder without config.json: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"pfl/cuda"
@@ -185,6 +187,29 @@ func ResumeWith(ctx context.Context, cfg Config, opts Options) (*Result, error) 
 	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence})
 }
 
+// Interrupted is the error of a run stopped by a signal (a cancelled context) after a
+// round, its checkpoint saved. A suite or grid names its own directory in Resume, so that
+// resuming it continues every run and writes its results.
+type Interrupted struct {
+	Round  int    // the last round done
+	Resume string // the directory to resume: the run's, or its suite's or grid's
+}
+
+// Error says after which round the run stopped and how to continue it.
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted after round %d; continue with: pfl train --resume %s", e.Round, e.Resume)
+}
+
+// resumeAt is err with an Interrupted error in it pointing at dir (a suite or grid) instead
+// of the run; any other error as it is.
+func resumeAt(err error, dir string) error {
+	var ie *Interrupted
+	if !errors.As(err, &ie) {
+		return err
+	}
+	return &Interrupted{Round: ie.Round, Resume: dir}
+}
+
 // session is a prepared run: data on the device and the federated run. Preparing writes
 // nothing: a run that fails to prepare leaves no trace.
 type session struct {
@@ -193,6 +218,7 @@ type session struct {
 	manifest    func(dir string) error // writes the partition's description
 	floor       float64                // memoryFloor's bytes
 	expected    string                 // memoryExpected's line (CPU), printed before the first round
+	warning     string                 // steplessClients' line, printed before the first round
 }
 
 func (se *session) close() {
@@ -354,6 +380,11 @@ func (cfg Config) flConfig(dev cuda.Device) fl.Config {
 // With a process group of several ranks (dist.FromContext) the run trains across
 // processes; on CUDA each rank uses the group's GPU (LOCAL_RANK).
 func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed *data.Federated, build fl.Builder, dev cuda.Device, g *cuda.ProcessGroup) error {
+	var err error
+	if se.warning, err = steplessClients(cfg, strat, fed.Part); err != nil {
+		se.closeData()
+		return err
+	}
 	t := cfg.Train
 	fc := cfg.flConfig(dev)
 	fc.PerRound = int(t.Participation * float64(len(fed.Part.Train)))
@@ -362,7 +393,7 @@ func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed
 	if t.Precision == "tf32" {
 		matmul = "high"
 	}
-	err := cuda.SetMatmulPrecision(matmul)
+	err = cuda.SetMatmulPrecision(matmul)
 	if err == nil {
 		se.run, err = fl.NewContext(ctx, fc, strat, fed, se.train, se.test, build)
 	}
@@ -384,6 +415,41 @@ func (se *session) start(ctx context.Context, cfg Config, strat fl.Strategy, fed
 		return err
 	}
 	return nil
+}
+
+// steplessClients checks that local training takes steps: with train.drop_last a client
+// holding fewer samples than one step takes (train.batch, times the batches of a step of
+// the algorithm's) never trains. No training client taking a step is an error naming the
+// keys; some is a warning, returned for the log before the first round.
+func steplessClients(cfg Config, strat fl.Strategy, part data.Partition) (string, error) {
+	if !cfg.Train.DropLast {
+		return "", nil
+	}
+	per := fl.BatchesPerStep(strat)
+	need := per * cfg.Train.Batch
+	idle, clients, largest := 0, 0, 0
+	for c, samples := range part.Train {
+		if slices.Contains(part.Novel, c) {
+			continue // never trained
+		}
+		clients++
+		largest = max(largest, len(samples))
+		if len(samples) < need {
+			idle++
+		}
+	}
+	step := fmt.Sprintf("train.batch %d", cfg.Train.Batch)
+	if per > 1 {
+		step = fmt.Sprintf("%d batches of train.batch %d, algorithm %s", per, cfg.Train.Batch, cfg.Algorithm.Name)
+	}
+	switch {
+	case idle == 0:
+		return "", nil
+	case idle == clients:
+		return "", fmt.Errorf("train.drop_last: true keeps only whole steps of %d samples (%s), but no training client holds that many (the largest holds %d): no client would take a training step; lower train.batch or set train.drop_last: false",
+			need, step, largest)
+	}
+	return fmt.Sprintf("warning: train.drop_last: %d of the %d training clients hold fewer than the %d samples of one step (%s) and never take a training step", idle, clients, need, step), nil
 }
 
 // Evaluate evaluates every client's personalized model from the run's last checkpoint.
@@ -417,26 +483,44 @@ func Evaluate(dir string) (fl.EvalResult, int, error) {
 	return ev, len(se.run.History), err
 }
 
-// openRunDir checks that dir may be written by this run: a fresh run refuses an existing
-// run unless opts.Overwrite (and then only a directory of pfl's own files); a resumed one
+// openRunDir checks that dir may be written by this run: a fresh run claims it
+// (claimDir: only what pfl wrote, an earlier run only with opts.Overwrite); a resumed one
 // needs a checkpoint. A run stopped before its first checkpoint (a second signal during
-// round 1) has its config.json but no checkpoint: resuming it starts it afresh, which
-// openRunDir reports by returning false for resume.
+// round 1) has its config.json but no checkpoint and no round: resuming it starts it
+// afresh, which openRunDir reports by returning false for resume. A run without a
+// checkpoint that records rounds (a finished run whose checkpoint was deleted) is refused:
+// starting it afresh would replace its results.
 func openRunDir(dir string, resume bool, opts Options) (bool, error) {
-	if resume {
-		_, err := os.Stat(filepath.Join(dir, checkpointFile))
-		if err == nil {
-			return true, nil
-		}
-		if _, cerr := os.Stat(filepath.Join(dir, "config.json")); cerr == nil && replaceable(dir) == nil {
-			return false, nil
-		}
+	if !resume {
+		return false, claimDir(dir, "run", opts.Overwrite, opts.Observer)
+	}
+	_, err := os.Stat(filepath.Join(dir, checkpointFile))
+	if err == nil {
+		return true, nil
+	}
+	if _, cerr := os.Stat(filepath.Join(dir, "config.json")); cerr != nil || pflDir(dir) != nil {
 		return false, fmt.Errorf("%s has no checkpoint to resume from (%v)", dir, err)
 	}
-	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
-		return false, fmt.Errorf("%s already holds a run; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
+	if !failedStart(dir) {
+		return false, fmt.Errorf("%s has no %s to resume from, but records rounds done (%s): starting it afresh would replace them; restore the checkpoint, or start the run again with --overwrite",
+			dir, checkpointFile, roundsRecorded(dir))
 	}
-	return false, replaceable(dir)
+	return false, nil
+}
+
+// roundsRecorded says which files of the run in dir record rounds done, for messages.
+func roundsRecorded(dir string) string {
+	var what []string
+	if b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl")); err == nil && len(b) > 0 {
+		what = append(what, fmt.Sprintf("%d line(s) of metrics.jsonl", bytes.Count(b, []byte("\n"))))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		what = append(what, "summary.json")
+	}
+	if len(what) == 0 {
+		return "files beyond those of its set-up"
+	}
+	return strings.Join(what, ", ")
 }
 
 // startRunDir makes a fresh run's directory (replacing an old one when overwriting) and
@@ -546,6 +630,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	}
 	defer tb.Close()
 	obs.Log(memoryEstimate(se.floor, dev))
+	if se.warning != "" {
+		obs.Log(se.warning)
+	}
 	if !dev.IsCUDA() {
 		obs.Log(fmt.Sprintf("cpu: %d client group(s) trained at once, one per thread (train.workers)", run.Workers()))
 		if se.expected != "" {
@@ -607,7 +694,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			obs.Log(fmt.Sprintf("checkpoint round %d", round+1))
 		}
 		if stop {
-			return nil, fmt.Errorf("interrupted after round %d; continue with: pfl train --resume %s", round+1, dir)
+			return nil, &Interrupted{Round: round + 1, Resume: dir}
 		}
 	}
 	obs.Log(memoryPeak(dev))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,38 +22,62 @@ import (
 // at a time (two runs in one process conflict too) and drops it when its holder exits, so
 // a killed run never leaves a stale lock, and a run refused for any reason leaves the run
 // directory itself untouched. The holder writes its PID into the file for the message of
-// the one it refuses. The returned function releases the lock; the file stays.
+// the one it refuses. The returned function releases the lock and removes the file, so
+// that a run, finished, failed or stopped, leaves no lock file behind (only a process
+// killed outright does, which the next run takes over).
 func lockDir(dir string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := "another process"
-			b := make([]byte, 32)
-			if n, _ := f.ReadAt(b, 0); n > 0 {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil && pid > 0 {
-					holder = fmt.Sprintf("another run (pid %d)", pid)
-				}
-			}
-			return nil, fmt.Errorf("%s is being written by %s; choose another name (--set name=...) or wait for it to end", dir, holder)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	// Only the holder writes: truncate and record this PID.
-	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			defer f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%s is being written by %s; choose another name (--set name=...) or wait for it to end", dir, lockHolder(f))
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		// A holder removes the file before it unlocks: a lock taken on a file that is no
+		// longer at path (removed, or replaced by another run's) guards nothing, so try again.
+		if !samePath(f, path) {
+			f.Close()
+			continue
+		}
+		// Only the holder writes: truncate and record this PID.
 		f.Truncate(0)
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		return func() {
+			os.Remove(path)
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			f.Close()
+		}, nil
+	}
+}
+
+// lockHolder names the process holding the lock file f, from the PID it wrote.
+func lockHolder(f *os.File) string {
+	b := make([]byte, 32)
+	if n, _ := f.ReadAt(b, 0); n > 0 {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n]))); err == nil && pid > 0 {
+			return fmt.Sprintf("another run (pid %d)", pid)
+		}
+	}
+	return "another process"
+}
+
+// samePath reports whether the open file f is the file at path now.
+func samePath(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // ownFiles are the names of the files pfl writes into a run, suite or grid directory (and
@@ -89,29 +114,62 @@ func ownFile(name string) bool {
 	return ok && err == nil && ext == ".png"
 }
 
-// replaceable checks that dir may be replaced by a fresh run, suite or grid (--overwrite):
-// it holds a config.json (a run, suite or grid of pfl) and nothing anywhere below it but
-// what pfl writes there (ownFile). The error names the directory and the first file pfl
-// did not write, which replacing it would delete. A directory that does not exist or is
-// empty may be replaced.
-func replaceable(dir string) error {
-	if !existingRun(dir) {
+// pflDir is the one decision of whether dir, where a run, suite or grid directory goes,
+// holds only what pfl wrote: nothing is there, or an empty folder, or a folder with a
+// config.json (a run, suite or grid of pfl) and nothing anywhere below it but files pfl
+// writes there (ownFile). Anything else (a file, a link, a folder of other files) is an
+// error naming what pfl did not write: pfl never replaces or deletes it, --overwrite or
+// not.
+func pflDir(dir string) error {
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is a %s, not a pfl run directory: pfl replaces only its own directories, never a file; move it away or choose another name (--set name=...)", dir, fileKind(st.Mode()))
+	case !existingRun(dir):
+		return nil // an empty folder
 	}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() || (d.Type().IsRegular() && ownFile(d.Name())) {
 			return nil
 		}
-		return fmt.Errorf("%s holds %s, which pfl did not write: --overwrite replaces only pfl's own files; move it away or choose another name (--set name=...)", dir, p)
+		return fmt.Errorf("%s holds %s, which pfl did not write: pfl replaces only its own files, even with --overwrite; move it away or choose another name (--set name=...)", dir, p)
 	})
 	if err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		return fmt.Errorf("%s is not a pfl run, suite or grid (it has no config.json): --overwrite replaces only pfl's own directories; move it away or choose another name (--set name=...)", dir)
+		return fmt.Errorf("%s is not a pfl run, suite or grid (it has no config.json): pfl replaces only its own directories, even with --overwrite; move it away or choose another name (--set name=...)", dir)
+	}
+	return nil
+}
+
+// fileKind names what a mode describes, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsRegular():
+		return "file"
+	}
+	return "special file"
+}
+
+// claimDir checks that a fresh run, suite or grid (kind names it) may write dir, which it
+// then replaces: only what pfl wrote (pflDir), and an earlier run only with overwrite,
+// unless that run failed before its first round (replaceFailedStart, said on obs).
+func claimDir(dir, kind string, overwrite bool, obs Observer) error {
+	if err := pflDir(dir); err != nil {
+		return err
+	}
+	if existingRun(dir) && !overwrite && !replaceFailedStart(dir, obs) {
+		return fmt.Errorf("%s already holds a %s; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, kind, dir)
 	}
 	return nil
 }
@@ -149,11 +207,34 @@ func LoadRunConfig(dir string) (Config, error) {
 // readConfigFile reads dir/config.json, naming dir when it is not a run directory.
 func readConfigFile(dir string) ([]byte, string, error) {
 	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	b, err := ReadConfigFile(path)
 	if err != nil && errors.Is(err, os.ErrNotExist) {
 		return nil, path, fmt.Errorf("%s is not a pfl run directory (it has no config.json)", dir)
 	}
 	return b, path, err
+}
+
+// MaxConfigBytes bounds what is read of a config file (YAML, or a run's config.json): a
+// config is a few kilobytes, and reading /dev/zero or a mistaken data file whole would
+// exhaust the memory.
+const MaxConfigBytes = 4 << 20
+
+// ReadConfigFile reads the config file at path, refusing one larger than MaxConfigBytes
+// with an error naming the file and the bound.
+func ReadConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxConfigBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most pfl reads of a config file (a config is a few KB: is it the right file?)", path, MaxConfigBytes>>20)
+	}
+	return b, nil
 }
 
 // placeAt sets cfg's Out and Name to where dir lies now, whatever config.json says.
@@ -179,7 +260,7 @@ func decodeConfigJSON(b []byte) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, err
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return Config{}, fmt.Errorf("data after the config object")
 	}
 	if err := completeConfigJSON(b); err != nil {

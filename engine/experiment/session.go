@@ -41,6 +41,15 @@ func (s *Session) Memory() []string {
 	return lines
 }
 
+// Warnings are what `pfl train` warns of before the first round (clients that never take
+// a training step); none: nil.
+func (s *Session) Warnings() []string {
+	if s.se.warning == "" {
+		return nil
+	}
+	return []string{s.se.warning}
+}
+
 // Run is the session's federated run: Round, Evaluate, GraphStatus.
 func (s *Session) Run() *fl.Run { return s.se.run }
 

@@ -51,11 +51,7 @@ func RunSuiteWith(ctx context.Context, cfg Config, opts Options) (*SuiteResult, 
 	if err != nil {
 		return nil, err
 	}
-	if existingRun(dir) && !opts.Overwrite && !replaceFailedStart(dir, opts.Observer) {
-		unlock()
-		return nil, fmt.Errorf("%s already holds a suite; continue it with --resume %s, replace it with --overwrite, or choose another name (--set name=...)", dir, dir)
-	}
-	err = replaceable(dir)
+	err = claimDir(dir, "suite", opts.Overwrite, opts.Observer)
 	if err == nil {
 		err = os.RemoveAll(dir)
 	}
@@ -151,14 +147,16 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		var err error
 		_, statErr := os.Stat(filepath.Join(mdir, checkpointFile))
 		switch {
-		case resume && statErr == nil:
+		case resume && (statErr == nil || existingRun(mdir)):
+			// without a checkpoint: a member stopped while starting starts again, one that
+			// records rounds is refused (openRunDir)
 			r, err = ResumeWith(ctx, m, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
 		default:
 			// a member that never wrote a checkpoint failed or was stopped while starting
 			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
 		}
 		if err != nil {
-			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
+			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, resumeAt(err, dir))
 		}
 		count.trained()
 		res.Runs = append(res.Runs, r)

@@ -1,8 +1,12 @@
 package experiment
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"pfl/cuda"
 	"pfl/engine/data"
@@ -25,8 +29,8 @@ var partitionMethods = []string{string(data.MethodIID), string(data.MethodDirich
 // what it accepts. It takes the resolved config (Resolved).
 func (c Config) Validate() error {
 	k := &checker{}
-	if c.Name == "" || c.Name == "." || c.Name == ".." || strings.ContainsAny(c.Name, `/\`) || strings.HasPrefix(c.Name, ".") {
-		k.Fail("name", "%q; want a plain folder name (no slashes, not starting with a dot)", c.Name)
+	if problem := folderName(c.Name); problem != "" {
+		k.Fail("name", "%s", problem)
 	}
 	if c.Out == "" {
 		k.Fail("out", "empty; want the folder that holds run directories")
@@ -44,8 +48,8 @@ func (c Config) Validate() error {
 			if _, err := fl.LookupAlgorithm(m.label); err != nil {
 				k.Fail("suite", "%v", err)
 			}
-		case m.label == "" || strings.ContainsAny(m.label, `/\`) || strings.HasPrefix(m.label, "."):
-			k.Fail("suite", "member label %q; want a plain folder name", m.label)
+		case folderName(m.label) != "":
+			k.Fail("suite", "member label %s", folderName(m.label))
 		}
 		if slices.Contains(labels, m.label) {
 			k.Fail("suite", "%q is listed twice", m.label)
@@ -103,6 +107,28 @@ func (c Config) Validate() error {
 	return k.Err()
 }
 
+// maxFolderName is the longest name, in bytes, of a run's, suite member's or sweep point's
+// folder: its lock file beside it, ".<name>.lock", must fit the 255 bytes a file name may
+// have on Linux file systems.
+const maxFolderName = 255 - len("..lock")
+
+// folderName says what keeps name from being the name of a run's folder (a plain name
+// that fits maxFolderName, without slashes, control characters or a leading dot), or ""
+// when nothing does.
+func folderName(name string) string {
+	switch {
+	case name == "" || strings.HasPrefix(name, "."):
+		return fmt.Sprintf("%q; want a plain folder name (not empty, not starting with a dot)", name)
+	case strings.ContainsAny(name, `/\`):
+		return fmt.Sprintf("%q; want a plain folder name (no slashes)", name)
+	case strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name):
+		return fmt.Sprintf("%q has a control character (a line break, a tab) or bytes that are not UTF-8; want a plain folder name", name)
+	case len(name) > maxFolderName:
+		return fmt.Sprintf("%d bytes (%.20q…), longer than the %d a folder name may have here (its lock file .<name>.lock must fit the file system's 255)", len(name), name, maxFolderName)
+	}
+	return ""
+}
+
 func (c Config) validateData(k *checker) {
 	d := c.Data
 	if d.Dataset == "" {
@@ -126,6 +152,14 @@ func (c Config) validateData(k *checker) {
 	k.AtLeast("data.classes_per_client", int64(d.ClassesPerClient), 1)
 	k.AtLeast("data.min_size", int64(d.MinSize), 1)
 	k.Real("data.holdout", d.HoldOut, 0, 1, "[)") // 1 would hold out every client
+	if k.Err() == nil && d.HoldOut > 0 {
+		// data.HoldOut's count of novel clients, and fl's clients per round
+		novel, perRound := int(math.Round(d.HoldOut*float64(d.Clients))), int(c.Train.Participation*float64(d.Clients))
+		if left := d.Clients - novel; perRound > left {
+			k.Fail("data.holdout", "%g holds out %d of the %d clients (data.clients), leaving %d to train, fewer than the %d that train.participation %g samples each round; lower data.holdout or train.participation",
+				d.HoldOut, novel, d.Clients, left, perRound, c.Train.Participation)
+		}
+	}
 	k.Real("data.noise", d.Noise, 0, inf, "[]")
 	k.AtLeast("data.train_samples", int64(d.TrainSamples), 0)
 	k.AtLeast("data.test_samples", int64(d.TestSamples), 0)

@@ -132,7 +132,17 @@ func (h hooks) phases(epochs int) []Phase {
 // local training's phases, else 1 (fine-tuning before evaluation takes the default step).
 func (h hooks) perStep(phase int) int {
 	if h.stepper != nil && phase != FineTunePhase {
-		return max(h.stepper.Batches(), 1)
+		return BatchesPerStep(h.stepper)
+	}
+	return 1
+}
+
+// BatchesPerStep is how many batches one step of s's local training takes: a Stepper's
+// count (Per-FedAvg's two or three), else 1. With Config.DropLast a client takes a step
+// only with that many whole batches of its own samples.
+func BatchesPerStep(s Strategy) int {
+	if st, ok := s.(Stepper); ok {
+		return max(st.Batches(), 1)
 	}
 	return 1
 }

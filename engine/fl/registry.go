@@ -43,8 +43,8 @@ type Algorithm struct {
 	New     func(o Options) Strategy
 	// Keys are the shared algorithm.* keys it reads beside name and its own section: a key
 	// ("mu", "local_roles") or a section ("hyper": every key under it). `pfl algorithms`
-	// lists them, and the keys only some algorithms read (local_roles, local_blocks,
-	// local_clients) are refused for the others.
+	// lists them, and a config that sets a key (or an own section's) that none of its
+	// runs' algorithms reads is refused (experiment.CheckKeysRead).
 	Keys []string
 	// Own is its own section (algorithm.<Own.Key>), its type and defaults; zero: none.
 	// Settings decode, default, validate, write and document it from this line alone.

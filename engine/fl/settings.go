@@ -2,7 +2,6 @@ package fl
 
 import (
 	"fmt"
-	"strings"
 
 	"pfl/engine/hyper"
 	"pfl/engine/internal/check"
@@ -40,7 +39,7 @@ type Settings struct {
 	// LocalClients is which clients algorithm local trains each round: "all" (FedTP's
 	// official local_training: every client, every round, whatever train.participation)
 	// or "sampled" (FedPerfix's official Local server: the round's sampled clients, as
-	// every other algorithm). Unset: all. Other algorithms refuse it.
+	// every other algorithm). Unset: all. Other algorithms do not read it.
 	LocalClients string        `mapstructure:"local_clients" json:"local_clients"`
 	Hyper        HyperSettings `mapstructure:"hyper" json:"hyper"`
 	// own holds the own sections a config set (algorithm.fedrep, algorithm.pfedme, …:
@@ -76,8 +75,10 @@ func (s Settings) Resolve(lr float64) Settings {
 }
 
 // Validate checks every algorithm key, naming the first invalid one: each section's own
-// Validate, the keys only some algorithms read (refused by the others), and the chosen
-// algorithm's checks across keys (its registry entry's Check; epochs is train.epochs).
+// Validate, the shared keys' values, and the chosen algorithm's checks across keys (its
+// registry entry's Check; epochs is train.epochs). A key the algorithm does not read is
+// not its business: a suite's members share one algorithm section (experiment's
+// CheckKeysRead refuses a key no run of a config reads).
 func (s Settings) Validate(epochs int) error {
 	k := &check.Checker{}
 	a, err := LookupAlgorithm(s.Name)
@@ -99,16 +100,11 @@ func (s Settings) Validate(epochs int) error {
 	for _, b := range s.LocalBlocks {
 		k.AtLeast("algorithm.local_blocks", int64(b), 0)
 	}
-	if err == nil && !a.Reads(KeyLocalRoles) && (s.LocalRoles != nil || s.LocalBlocks != nil) {
-		k.Fail("algorithm.local_roles", "set, but algorithm %s does not read local_roles or local_blocks (%s do); remove them",
-			s.Name, strings.Join(namesReading(KeyLocalRoles), ", "))
-	}
+	// a key the algorithm does not read is refused where the config is given
+	// (experiment.CheckKeysRead): a suite's members share one algorithm section, and
+	// each ignores the keys of the others
 	if s.LocalClients != "" {
 		k.OneOf("algorithm.local_clients", s.LocalClients, "all", "sampled")
-		if err == nil && !a.Reads(KeyLocalClients) {
-			k.Fail("algorithm.local_clients", "set, but algorithm %s trains the sampled clients and does not read it (only %s does); remove it",
-				s.Name, strings.Join(namesReading(KeyLocalClients), ", "))
-		}
 	}
 	for _, key := range OwnKeys() {
 		k.Add(s.Section(key).Validate())
@@ -270,6 +266,10 @@ func realOf(p *float64) float64 {
 	}
 	return *p
 }
+
+// Reading lists the algorithms that read key (mu, local_roles, pfedme.lambda: a key under
+// algorithm.), in the registry's order.
+func Reading(key string) []string { return namesReading(key) }
 
 // namesReading are the algorithms that read key, in the registry's order.
 func namesReading(key string) []string {

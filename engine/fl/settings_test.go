@@ -65,8 +65,6 @@ func TestSettingsRefuseNamingTheKey(t *testing.T) {
 		{func(s *Settings) { EditOwn(s, func(c *PFedHNConfig) { c.Clip = -1 }) }, "algorithm.pfedhn.clip"},
 		{func(s *Settings) { EditOwn(s, func(c *PFedGPSettings) { c.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
 		{func(s *Settings) { s.Hyper.Layers = 0 }, "algorithm.hyper.layers"},
-		{func(s *Settings) { s.LocalClients = "sampled" }, "algorithm.local_clients"},
-		{func(s *Settings) { s.LocalBlocks = []int{1} }, "algorithm.local_roles"},
 		{func(s *Settings) { s.Name = "fedrep"; EditOwn(s, func(c *FedRepConfig) { c.RepEpochs = 2 }) }, "algorithm.fedrep.rep_epochs"},
 		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneEpochs = 0 }) }, "algorithm.fedbabu.fine_tune_epochs"},
 		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneSteps = -1 }) }, "algorithm.fedbabu.fine_tune_steps"},
