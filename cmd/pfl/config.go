@@ -725,7 +725,7 @@ func envName(key string) string {
 // name a config key, so that a misspelt one (PFL_TRAINN_ROUNDS) is not silently ignored.
 // Keep the list whole: a variable missing here makes every run under it fail.
 var ownVariables = []string{
-	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv,
+	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv, fetch.MirrorEnv,
 	"PFL_LEAK_LOG", "PFL_BACKTRACE", // debugging switches of cuda/ and the native library
 	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
 	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/
