@@ -150,12 +150,14 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		var r *Result
 		var err error
 		_, statErr := os.Stat(filepath.Join(mdir, checkpointFile))
+		mo := Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence, Place: Place{Member: m.Name}}
 		switch {
 		case resume && statErr == nil:
-			r, err = ResumeWith(ctx, m, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
+			r, err = ResumeWith(ctx, m, mo)
 		default:
 			// a member that never wrote a checkpoint failed or was stopped while starting
-			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
+			mo.Overwrite = resume
+			r, err = RunWith(ctx, m, mo)
 		}
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, err)
