@@ -23,6 +23,7 @@ import (
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
 	"pfl/engine/fl"
+	"pfl/internal/suggest"
 )
 
 // setFlags collects repeatable --set key=value overrides.
@@ -61,7 +62,7 @@ func configSource(path string) (src []byte, where string, err error) {
 			return b, "the built-in config " + name, nil
 		}
 	}
-	return nil, path, fmt.Errorf("%w; no built-in config is named %s either (pfl configs lists them)", err, path)
+	return nil, path, fmt.Errorf("%w; no built-in config is named %s either%s (pfl configs lists them)", err, path, suggest.DidYouMean(strings.TrimSuffix(path, ".yaml"), builtinNames()))
 }
 
 // loadConfigSources is loadConfig that also says where each key's value came from: the

@@ -20,7 +20,7 @@ func dataCmd(args []string, out io.Writer) error {
 	fs := newFlags("data", out)
 	from := fs.String("from", "", "get: take the dataset's files from this `FILE|FOLDER|URL` instead of their addresses (checked as any download)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `Usage: pfl data list | get <name>... [--from FILE|FOLDER|URL] | dir
+		fmt.Fprintln(fs.Output(), `Usage: pfl data list | get <name>... | dir
   list         the datasets pfl reads: which are here, where, and where their checksums come from
   get <name>   fetch datasets into the data folder, resumably, checked against their published
                checksums (a dataset fetched by hand: the steps, then its placed file checked)
