@@ -61,7 +61,9 @@ func ExportCSV(w io.Writer, kind string, dirs []string) (notes []string, err err
 		}
 	}
 	cw := csv.NewWriter(w)
-	header := append([]string{"experiment", "run", "member", "algorithm", "seed"}, sweepColumns(keys)...)
+	// a swept key names its column: no key is one of the run's columns (a sweep of seed is
+	// refused; the others are no config keys)
+	header := append([]string{"experiment", "run", "member", "algorithm", "seed"}, keys...)
 	if err := cw.Write(append(header, csvColumns[kind]...)); err != nil {
 		return nil, err
 	}
@@ -85,19 +87,6 @@ func ExportCSV(w io.Writer, kind string, dirs []string) (notes []string, err err
 	}
 	cw.Flush()
 	return notes, cw.Error()
-}
-
-// sweepColumns names the swept keys' columns: the key itself (data.alpha), or sweep:<key>
-// for a top-level key that would take a fixed column's name (seed).
-func sweepColumns(keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k
-		if slices.Contains([]string{"experiment", "run", "member", "algorithm", "seed"}, k) {
-			out[i] = "sweep:" + k
-		}
-	}
-	return out
 }
 
 // value is the run's value of swept key k; "" when its sweep does not set it.
