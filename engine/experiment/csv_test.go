@@ -69,8 +69,14 @@ func TestExportCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	runDir, suiteDir, gridDir := filepath.Join(out, "one"), filepath.Join(out, "suite"), filepath.Join(out, "grid")
+	t.Run("summary.json", func(t *testing.T) { summaryNamesTheRun(t, runDir, suiteDir, gridDir) })
+	t.Run("tables", func(t *testing.T) { tablesNameTheRuns(t, runDir, suiteDir, gridDir) })
+	t.Run("numbers", func(t *testing.T) { numbersAreTheRuns(t, runDir) })
+	t.Run("older and unfinished runs", func(t *testing.T) { olderAndUnfinished(t, runDir, out) })
+}
 
-	// summary.json names the run within its experiment
+// summaryNamesTheRun: summary.json names the run within its experiment.
+func summaryNamesTheRun(t *testing.T, runDir, suiteDir, gridDir string) {
 	for dir, want := range map[string]Summary{
 		runDir:                          {Algorithm: "fedavg", Seed: 7},
 		filepath.Join(suiteDir, "mine"): {Algorithm: "local", Seed: 1, Member: "mine"},
@@ -85,6 +91,11 @@ func TestExportCSV(t *testing.T) {
 		}
 	}
 
+}
+
+// tablesNameTheRuns: every table of the three experiments together has the columns that
+// name a run, the swept key's, then its own, and a row for every run.
+func tablesNameTheRuns(t *testing.T, runDir, suiteDir, gridDir string) {
 	ids := []string{"experiment", "run", "member", "algorithm", "seed"}
 	for _, c := range []struct {
 		kind string
@@ -117,7 +128,11 @@ func TestExportCSV(t *testing.T) {
 		})
 	}
 
-	// the numbers are the run's own
+}
+
+// numbersAreTheRuns: the tables hold the numbers of the run's metrics.jsonl and
+// summary.json.
+func numbersAreTheRuns(t *testing.T, runDir string) {
 	_, rows, _ := exportTable(t, CSVRounds, runDir)
 	b, _ := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
 	lines, err := parseMetrics(b)
@@ -148,11 +163,19 @@ func TestExportCSV(t *testing.T) {
 		t.Errorf("summary row %v", rows[0])
 	}
 
-	// a summary.json of an earlier pfl, without the new keys: it loads, and the export
-	// takes the algorithm and seed from config.json
+}
+
+// olderAndUnfinished: a summary.json of an earlier pfl, without the new keys, loads, and the
+// export takes the algorithm and seed from config.json; an unfinished run has its rounds but
+// no summary row, and a note; an unknown table and a folder that is no run are errors.
+func olderAndUnfinished(t *testing.T, runDir, out string) {
 	path := filepath.Join(runDir, "summary.json")
+	s, err := readSummary(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tree map[string]any
-	b, _ = os.ReadFile(path)
+	b, _ := os.ReadFile(path)
 	if err := json.Unmarshal(b, &tree); err != nil {
 		t.Fatal(err)
 	}
