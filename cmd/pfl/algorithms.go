@@ -28,12 +28,26 @@ func algorithmsCmd(args []string, out io.Writer) error {
 		fmt.Fprint(out, algorithmTable())
 		return nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "algorithm\twhat\tfrom\tsettings\t")
+	listAlgorithms(out, termWidth(out))
+	return nil
+}
+
+// listAlgorithms writes every algorithm: its name, then what it does, its paper and the
+// settings it reads, each wrapped to width in a column after the names.
+func listAlgorithms(out io.Writer, width int) {
+	col := 0
 	for _, a := range fl.Algorithms() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", a.Name, a.Summary, a.Paper, settingKeys(a, "-"))
+		col = max(col, len(a.Name)+2)
 	}
-	return tw.Flush()
+	pad := strings.Repeat(" ", col)
+	for _, a := range fl.Algorithms() {
+		writeWrapped(out, width, a.Name+pad[len(a.Name):], a.Summary, col)
+		writeWrapped(out, width, pad+"from: ", a.Paper, col+6)
+		if keys := settingKeys(a, ""); keys != "" {
+			writeWrapped(out, width, pad+"settings: ", keys, col+10)
+		}
+	}
+	fmt.Fprintln(out, "\npfl algorithms NAME shows an algorithm's settings with their defaults")
 }
 
 // algorithmTable is the registry as docs/algorithms.md's Markdown table.

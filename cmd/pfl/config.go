@@ -23,6 +23,7 @@ import (
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
 	"pfl/engine/fl"
+	"pfl/internal/suggest"
 )
 
 // setFlags collects repeatable --set key=value overrides.
@@ -61,7 +62,7 @@ func configSource(path string) (src []byte, where string, err error) {
 			return b, "the built-in config " + name, nil
 		}
 	}
-	return nil, path, fmt.Errorf("%w; no built-in config is named %s either (pfl configs lists them)", err, path)
+	return nil, path, fmt.Errorf("%w; no built-in config is named %s either%s (pfl configs lists them)", err, path, suggest.DidYouMean(strings.TrimSuffix(path, ".yaml"), builtinNames()))
 }
 
 // loadConfigSources is loadConfig that also says where each key's value came from: the
@@ -725,7 +726,7 @@ func envName(key string) string {
 // name a config key, so that a misspelt one (PFL_TRAINN_ROUNDS) is not silently ignored.
 // Keep the list whole: a variable missing here makes every run under it fail.
 var ownVariables = []string{
-	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv,
+	cuda.LibraryEnv, cuda.HostCacheEnv, cuda.HostCacheCapEnv, dist.EnvTimeout, fetch.RootEnv, fetch.MirrorEnv,
 	"PFL_LEAK_LOG", "PFL_BACKTRACE", // debugging switches of cuda/ and the native library
 	"PFL_REQUIRE_TEST_DATA", "PFL_MAPS_OUT", "PFL_KEEP_HEATMAP", "PFL_BENCH_DEVICE", // tests
 	"PFL_FUZZTIME", "PFL_FUZZMINIMIZE", "PFL_FUZZTIMEOUT", "PFL_PYTHON", "PFL_HEADERS_DIR", // scripts/, bench/

@@ -18,19 +18,29 @@ import (
 // dataCmd lists the datasets pfl reads and fetches them into the data folder.
 func dataCmd(args []string, out io.Writer) error {
 	fs := newFlags("data", out)
+	from := fs.String("from", "", "get: take the dataset's files from this `FILE|FOLDER|URL` instead of their addresses (checked as any download)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: pfl data list | get <name>... | dir
   list         the datasets pfl reads: which are here, where, and where their checksums come from
   get <name>   fetch datasets into the data folder, resumably, checked against their published
                checksums (a dataset fetched by hand: the steps, then its placed file checked)
+  get <name> --from FILE|FOLDER|URL
+               take one dataset's files from a copy instead: its file (a dataset of one file), a
+               folder holding its files (MNIST's four), or another address; checked the same way
   dir          print the data folder ($`+fetch.RootEnv+`; default <user cache dir>/pfl/data)
-Names: `+fetch.Names()+`. A config finds a fetched dataset by its kind alone (data.dataset: cifar10)
-or when the path it names does not exist (data/cifar-10-binary.tar.gz); data.download: true fetches
-it when a run needs it.`)
+Names: `+fetch.Names()+`. $`+fetch.MirrorEnv+`, a folder or base address holding
+<name>/<file> or <file> (another machine's data folder serves), is tried before the official
+addresses. A config finds a fetched dataset by its kind alone (data.dataset: cifar10) or when the
+path it names does not exist (data/cifar-10-binary.tar.gz); data.download: true fetches it when a
+run needs it.`)
+		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args, 1, -1, "pfl data list | get <name>... | dir")
+	pos, err := parseArgs(fs, args, 1, -1, "pfl data list | get <name>... [--from FILE|FOLDER|URL] | dir")
 	if err != nil {
 		return err
+	}
+	if *from != "" && (pos[0] != "get" || len(pos) != 2) {
+		return fmt.Errorf("--from gives the files of one dataset: pfl data get <name> --from %s", *from)
 	}
 	root, err := fetch.Root()
 	if err != nil {
@@ -55,7 +65,7 @@ it when a run needs it.`)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		for _, name := range pos[1:] {
-			if err := getData(ctx, root, name, out); err != nil {
+			if err := getData(ctx, fetch.Options{Root: root, Progress: out, From: *from}, name, out); err != nil {
 				return err
 			}
 		}
@@ -64,8 +74,9 @@ it when a run needs it.`)
 	return fmt.Errorf("pfl data %s: want list, get or dir", pos[0])
 }
 
-// getData fetches one dataset and says where it is and how it was checked.
-func getData(ctx context.Context, root, name string, out io.Writer) error {
+// getData fetches one dataset with o and says where it is and how it was checked.
+func getData(ctx context.Context, o fetch.Options, name string, out io.Writer) error {
+	root := o.Root
 	d, ok := fetch.Lookup(name)
 	if !ok {
 		return fmt.Errorf("no dataset %q; pfl data get takes %s", name, fetch.Names())
@@ -76,7 +87,7 @@ func getData(ctx context.Context, root, name string, out io.Writer) error {
 			return nil
 		}
 	}
-	rec, err := fetch.Get(ctx, d, fetch.Options{Root: root, Progress: out})
+	rec, err := fetch.Get(ctx, d, o)
 	if manual := (*fetch.ManualError)(nil); errors.As(err, &manual) {
 		fmt.Fprintf(out, "%s\n", manual.Steps)
 		return fmt.Errorf("%s is not here yet: it is fetched by hand (steps above)", d.Name)
@@ -91,7 +102,11 @@ func getData(ctx context.Context, root, name string, out io.Writer) error {
 		if f.Rechecked {
 			checked += " when fetched; its SHA-256 checked again now"
 		}
-		fmt.Fprintf(out, "  %s  %d bytes  MD5 %s  SHA-256 %s  (%s)\n", f.Name, f.Size, f.MD5, f.SHA256, checked)
+		from := ""
+		if f.From != "" && !f.Rechecked {
+			from = " from " + f.From
+		}
+		fmt.Fprintf(out, "  %s  %d bytes  MD5 %s  SHA-256 %s  (%s)%s\n", f.Name, f.Size, f.MD5, f.SHA256, checked, from)
 	}
 	fmt.Fprintf(out, "configs find it as data.dataset: %s (or by a path that does not exist here)\n", d.Kinds[0])
 	return nil

@@ -181,3 +181,46 @@ func TestDebiansFashionMNISTNeedsNoFetch(t *testing.T) {
 		t.Fatalf("Resolve(fashion-mnist) = %q, %v; want the system's copy", got, err)
 	}
 }
+
+// TestDataGetFromAndMirror: pfl data get NAME --from FILE takes a local copy, checked
+// against the catalog's MD5, without a request; PFL_DATA_MIRROR, a folder, gives a dataset
+// before its address is asked, and is one of the variables pfl accepts (a run with it set
+// starts); --from with two datasets is refused.
+func TestDataGetFromAndMirror(t *testing.T) {
+	tmp := t.TempDir()
+	c10 := toyCIFARArchive(t, "cifar-10-batches-bin", []string{"data_batch_1.bin", "test_batch.bin"}, 20, 1, 10)
+	c100 := toyCIFARArchive(t, "cifar-100-binary", []string{"train.bin", "test.bin"}, 20, 2, 100)
+	requests := serveCatalog(t, map[string][]byte{"cifar-10-binary.tar.gz": c10, "cifar-100-binary.tar.gz": c100})
+	store := filepath.Join(tmp, "store")
+	t.Setenv(fetch.RootEnv, store)
+	copyPath := filepath.Join(tmp, "downloads", "cifar-10-binary (1).tar.gz")
+	mirror := filepath.Join(tmp, "mirror")
+	for path, b := range map[string][]byte{copyPath: c10, filepath.Join(mirror, "cifar-100-binary.tar.gz"): c100} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := pfl(t, 0, "data", "get", "cifar10", "--from", copyPath)
+	if !strings.Contains(text, "(published MD5) from "+copyPath) || !strings.Contains(text, filepath.Join(store, "cifar10")) {
+		t.Errorf("pfl data get cifar10 --from: %s", text)
+	}
+	if text := pfl(t, 1, "data", "get", "cifar10", "cifar100", "--from", copyPath); !strings.Contains(text, "--from gives the files of one dataset") {
+		t.Errorf("--from with two datasets: %s", text)
+	}
+	t.Setenv(fetch.MirrorEnv, mirror)
+	if text := pfl(t, 0, "data", "get", "cifar100"); !strings.Contains(text, "from "+filepath.Join(mirror, "cifar-100-binary.tar.gz")) {
+		t.Errorf("pfl data get cifar100 with a mirror: %s", text)
+	}
+	if *requests != 0 {
+		t.Errorf("%d requests; the copy and the mirror need none", *requests)
+	}
+	pfl(t, 0, "train", "-c", toyConfig(t, filepath.Join(tmp, "runs"), "m", ""), "--print-config")
+	for _, k := range configKeys() {
+		if envName(k) == fetch.MirrorEnv {
+			t.Errorf("%s is also the variable of config key %s", fetch.MirrorEnv, k)
+		}
+	}
+}

@@ -35,9 +35,9 @@ func pfl(t *testing.T, code int, args ...string) string {
 	return text
 }
 
-// TestSuiteAndGridDirectoriesEverywhere: eval, plot, tsne and maps take a suite's and a
-// grid's directory as they take a run's, and work on each of its runs (eval and plot read
-// a suite's config.json as a run's and failed with raw file errors).
+// TestSuiteAndGridDirectoriesEverywhere: eval, plot, tsne, maps and export take a suite's
+// and a grid's directory as they take a run's, and work on each of its runs (eval and plot
+// read a suite's config.json as a run's and failed with raw file errors).
 func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
 	tmp := t.TempDir()
 	pfl(t, 0, "train", "-c", toyConfig(t, tmp, "s", ""))
@@ -64,11 +64,31 @@ func TestSuiteAndGridDirectoriesEverywhere(t *testing.T) {
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
 		t.Errorf("plot of a suite and a grid: %v", err)
 	}
+	// export: one table to the standard output, or all three to files
+	text := pfl(t, 0, "export", suite, grid, "-kind", "summary")
+	for _, w := range []string{"experiment,run,member,algorithm,seed,rounds,", suite + "," + filepath.Join(suite, "fedtp") + ",fedtp,fedtp,1,1,",
+		grid + "," + filepath.Join(grid, "fedavg", "seed-2") + ",fedavg,fedavg,2,1,"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("pfl export -kind summary lacks %q:\n%s", w, text)
+		}
+	}
+	csvOut := filepath.Join(tmp, "results.csv")
+	text = pfl(t, 0, "export", suite, grid, "-out", csvOut)
+	for _, k := range []string{"rounds", "clients", "summary"} {
+		path := filepath.Join(tmp, "results-"+k+".csv")
+		b, err := os.ReadFile(path)
+		if !strings.Contains(text, "wrote "+path) || err != nil || !strings.HasPrefix(string(b), "experiment,run,member,algorithm,seed,") {
+			t.Errorf("pfl export -out: %s (%v)", text, err)
+		}
+	}
+	if text := pfl(t, 1, "export", suite); !strings.Contains(text, "-kind rounds|clients|summary") {
+		t.Errorf("pfl export without -kind or -out: %s", text)
+	}
 	// a member that never saved a checkpoint is named, not evaluated
 	if err := os.Remove(filepath.Join(suite, "fedavg", "checkpoint.safetensors")); err != nil {
 		t.Fatal(err)
 	}
-	text := pfl(t, 0, "eval", suite)
+	text = pfl(t, 0, "eval", suite)
 	if !strings.Contains(text, filepath.Join(suite, "fedavg")+": no checkpoint yet") || !strings.Contains(text, filepath.Join(suite, "fedtp")+" after 1 rounds") {
 		t.Errorf("eval of a suite with a member without a checkpoint:\n%s", text)
 	}

@@ -76,10 +76,13 @@ func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 		{[]string{"launch", "-h"}, 0, "-- <pfl command and flags>"},
 		{[]string{"bench", "-h"}, 0, "usage: pfl bench [flags] <workload>"},
 		{[]string{"data", "-h"}, 0, "Usage: pfl data list | get <name>... | dir"},
+		{[]string{"data", "-h"}, 0, "get <name> --from FILE|FOLDER|URL"},
+		{[]string{"export", "-h"}, 0, "Usage: pfl export [-kind rounds|clients|summary] [-out FILE.csv] <run, suite or grid dir>..."},
 		// flags after the positional arguments, as the README writes them
 		{[]string{"eval", missing, "-clients"}, 1, "config.json"},
 		{[]string{"maps", missing, "-images", "2", "-clients", "0,3"}, 1, "config.json"},
 		{[]string{"report", missing, "-maps=false"}, 1, "config.json"},
+		{[]string{"export", missing, "-kind", "rounds"}, 1, "config.json"},
 		{[]string{"plot", curve, "-out", png}, 0, "wrote " + png},
 		{[]string{"plot", "-out", png, curve, "--", "-dash"}, 1, filepath.Join("-dash", "metrics.jsonl")},
 		{[]string{"tsne", missing, "-nope"}, 2, "flag provided but not defined: -nope"},

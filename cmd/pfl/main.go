@@ -10,12 +10,13 @@
 //	pfl data get <name>   fetch a dataset into the data folder ($PFL_DATA), checked; pfl data list
 //	pfl partition [flags] spread a dataset over clients; write manifest and heatmap
 //	pfl configs           list the built-in configs (pfl train -c NAME runs one anywhere)
-//	pfl train [-c cfg]    run a federated experiment (default: the FedTP demo on Fashion-MNIST)
+//	pfl train [-c cfg]    run a federated experiment (default: the built-in demo, configs/demo-fmnist.yaml)
 //	pfl eval <run>        evaluate every client's model from a run's last checkpoint
 //	pfl plot <run>...     draw several runs' accuracy curves on one figure
 //	pfl maps <run>        attention rollout / focal modulation maps from the last checkpoints
 //	pfl tsne <run>        t-SNE of a FedTP or TransFed run's client embeddings
 //	pfl report <run>      a self-contained HTML report of a run or suite
+//	pfl export <run>...   the runs' rounds, clients and summaries as CSV tables (pandas, R)
 //	pfl bench <workload>  time a benchmark workload: samples/s, TFLOP/s, MFU, projected run time
 //	pfl launch -n N -- train -c cfg   train across N local processes (c10d: Gloo, NCCL)
 //	pfl version           the version and the revision the binary was built from
@@ -28,6 +29,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"pfl/configs"
 )
 
 // command is one subcommand: it parses its own flags from args and writes to out.
@@ -42,12 +45,13 @@ var commands = []command{
 	{"models", "list the models: parameters by role, FLOPs per sample", modelsCmd},
 	{"algorithms", "list the federated algorithms: what each does and its paper (with a name: its settings and their defaults)", algorithmsCmd},
 	{"configs", "list the built-in configs (pfl train -c NAME runs one from any directory)", configsCmd},
-	{"train", "run a federated experiment from a config (default: the FedTP demo on Fashion-MNIST)", trainCmd},
+	{"train", "run a federated experiment from a config (default: the built-in demo, configs/" + configs.Demo + ")", trainCmd},
 	{"eval", "evaluate every client's model from a run's last checkpoint", evalCmd},
 	{"plot", "draw the accuracy curves of several runs on one figure", plotCmd},
 	{"maps", "draw attention rollout or focal modulation maps of a run's or suite's clients", mapsCmd},
 	{"tsne", "draw the t-SNE of a run's (or suite members') client embeddings", tsneCmd},
 	{"report", "write a self-contained HTML report of a run or suite (report.html)", reportCmd},
+	{"export", "write the rounds, clients and summaries of runs, suites or grids as CSV tables (pandas, R)", exportCmd},
 	{"data", "list the datasets pfl reads; fetch them, checked, into the data folder (pfl data get cifar10)", dataCmd},
 	{"partition", "spread a dataset over clients; write the manifest and label heatmap", partitionCmd},
 	{"launch", "start N local processes of a pfl command that train together (torchrun's variables)", launchCmd},
@@ -61,10 +65,16 @@ var errUsage = errors.New("usage")
 func usage(out io.Writer) {
 	fmt.Fprintln(out, "pfl: personalized federated learning of vision transformers on one GPU")
 	fmt.Fprintln(out, "\nUsage: pfl <command> [flags]\n\nCommands:")
+	col := 0
 	for _, c := range commands {
-		fmt.Fprintf(out, "  %-8s %s\n", c.name, c.summary)
+		col = max(col, len(c.name)+4)
 	}
-	fmt.Fprintln(out, "\nRun 'pfl <command> -h' for a command's arguments and flags; flags may come before or after the arguments, and -- ends them.")
+	width := termWidth(out)
+	for _, c := range commands {
+		writeWrapped(out, width, "  "+c.name+strings.Repeat(" ", col-2-len(c.name)), c.summary, col)
+	}
+	fmt.Fprintln(out)
+	writeWrapped(out, width, "", "Run 'pfl <command> -h' for a command's arguments and flags; flags may come before or after the arguments, and -- ends them.", 0)
 }
 
 func main() {

@@ -290,6 +290,18 @@ func (g *grid) where(p point, member, seed int) string {
 	return strings.Join(parts, ", ")
 }
 
+// place is leaf l's place in the grid: its member's label and its sweep point's values.
+func (g *grid) place(l leaf) Place {
+	var p Place
+	if len(g.members) > 0 {
+		p.Member = g.members[l.member]
+	}
+	for _, kv := range g.points[l.point].sets {
+		p.Sweep = append(p.Sweep, SweepValue{Key: kv[0], Value: kv[1]})
+	}
+	return p
+}
+
 // sweepPoints is the cross product of the axes' values, the first axis varying slowest;
 // one unnamed point without a sweep.
 func sweepPoints(axes []SweepAxis) []point {
@@ -355,11 +367,13 @@ func (g *grid) run(ctx context.Context, resume bool, opts Options) (*GridResult,
 			continue
 		}
 		var err error
+		lo := Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence, Place: g.place(l)}
 		if _, statErr := os.Stat(filepath.Join(l.dir(), checkpointFile)); resume && (statErr == nil || existingRun(l.dir())) {
-			r, err = ResumeWith(ctx, l.cfg, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
+			r, err = ResumeWith(ctx, l.cfg, lo)
 		} else {
 			// a run that never wrote a checkpoint failed or was stopped while starting
-			r, err = RunWith(ctx, l.cfg, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
+			lo.Overwrite = resume
+			r, err = RunWith(ctx, l.cfg, lo)
 		}
 		if err != nil {
 			if ie := resumeAt(err, g.dir); ie != err {

@@ -25,8 +25,17 @@ import (
 
 // Summary holds the numbers of both papers' evaluation protocols.
 type Summary struct {
-	Name   string `json:"name"`
-	Rounds int    `json:"rounds"`
+	Name string `json:"name"`
+	// Algorithm (algorithm.name), Seed, Member (the suite member's label; "" for a run of
+	// its own) and Sweep (the sweep point's values; none without a sweep) say which run of
+	// an experiment this is. A summary.json written before pfl recorded them lacks them
+	// (read as "", 0 and none); the run's config.json and its place in its suite or grid
+	// say the same.
+	Algorithm string       `json:"algorithm,omitempty"`
+	Seed      uint64       `json:"seed"`
+	Member    string       `json:"member,omitempty"`
+	Sweep     []SweepValue `json:"sweep,omitempty"`
+	Rounds    int          `json:"rounds"`
 	// FedPerfix's protocol: the last evaluation's per-client accuracies.
 	FinalMicro float64 `json:"final_micro"` // Σ correct / Σ samples
 	FinalMean  float64 `json:"final_mean"`
@@ -128,6 +137,28 @@ type Options struct {
 	// it such a run ends as "diverged at round N" (its summary, the tables and figures say
 	// so) and a suite, seeds or sweep go on with their other runs.
 	StopOnDivergence bool
+	// Place is where the run stands in a suite or grid, recorded in its summary.json;
+	// RunSuite and RunGrid set it for their runs.
+	Place Place
+}
+
+// Place is a run's place in a suite or grid: its suite member's label ("" outside a
+// suite) and its sweep point's values (none without a sweep).
+type Place struct {
+	Member string
+	Sweep  []SweepValue
+}
+
+// SweepValue is one key of a sweep point and its value as the sweep lists it.
+type SweepValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// named records in s which run of its experiment it summarizes: cfg's algorithm and seed
+// and the place.
+func (s *Summary) named(cfg Config, p Place) {
+	s.Algorithm, s.Seed, s.Member, s.Sweep = cfg.Algorithm.Name, cfg.Seed, p.Member, p.Sweep
 }
 
 // Run runs the experiment and writes its run directory under cfg.Out, reporting to obs
@@ -184,7 +215,7 @@ func ResumeWith(ctx context.Context, cfg Config, opts Options) (*Result, error) 
 	if len(cfg.Suite) > 0 {
 		return nil, fmt.Errorf("%s is a suite; resume it with ResumeSuite", filepath.Join(cfg.Out, cfg.Name))
 	}
-	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence})
+	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence, Place: opts.Place})
 }
 
 // Interrupted is the error of a run stopped by a signal (a cancelled context) after a
@@ -662,7 +693,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 			if !errors.As(err, &div) {
 				return nil, fmt.Errorf("%w; the last good state (after round %d) is saved in %s", err, len(run.History), dir)
 			}
-			res, derr := diverged(dir, cfg, run, div, wall())
+			res, derr := diverged(dir, cfg, opts.Place, run, div, wall())
 			if derr != nil {
 				return nil, fmt.Errorf("%w (and writing its results failed: %v)", err, derr)
 			}
@@ -700,6 +731,7 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 	obs.Log(memoryPeak(dev))
 	res := &Result{Dir: dir, History: run.History, Novel: run.Novel()}
 	res.Summary = summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
+	res.Summary.named(cfg, opts.Place)
 	res.Summary.EvalProtocol, res.Summary.Resources = cfg.Train.EvalProtocol, run.Resources()
 	res.Summary.WallSeconds, res.Summary.SamplesPerSec = throughput(run.History, wall())
 	if res.Summary.Novel, err = studyNovel(dir, cfg, run); err != nil {
@@ -725,8 +757,9 @@ func run(ctx context.Context, cfg Config, resume bool, opts Options) (*Result, e
 // diverged writes the results of a run whose round div.Round had a training loss that is not
 // finite: the summary (with the round) and the figures of the rounds before it. Its
 // checkpoint holds the last good state; resuming the run returns these results.
-func diverged(dir string, cfg Config, run *fl.Run, div *fl.DivergedError, wall float64) (*Result, error) {
+func diverged(dir string, cfg Config, place Place, run *fl.Run, div *fl.DivergedError, wall float64) (*Result, error) {
 	s := summarize(cfg.Name, run.History, cfg.Train.TailRounds, run.Novel())
+	s.named(cfg, place)
 	s.EvalProtocol, s.Resources, s.Diverged = cfg.Train.EvalProtocol, run.Resources(), div.Round
 	s.WallSeconds, s.SamplesPerSec = throughput(run.History, wall)
 	if err := writeJSON(filepath.Join(dir, "summary.json"), s); err != nil {

@@ -146,14 +146,16 @@ func runMembers(ctx context.Context, dir string, members []Config, suiteTable st
 		var r *Result
 		var err error
 		_, statErr := os.Stat(filepath.Join(mdir, checkpointFile))
+		mo := Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence, Place: Place{Member: m.Name}}
 		switch {
 		case resume && (statErr == nil || existingRun(mdir)):
 			// without a checkpoint: a member stopped while starting starts again, one that
 			// records rounds is refused (openRunDir)
-			r, err = ResumeWith(ctx, m, Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence})
+			r, err = ResumeWith(ctx, m, mo)
 		default:
 			// a member that never wrote a checkpoint failed or was stopped while starting
-			r, err = RunWith(ctx, m, Options{Observer: obs, Overwrite: resume, StopOnDivergence: opts.StopOnDivergence})
+			mo.Overwrite = resume
+			r, err = RunWith(ctx, m, mo)
 		}
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), alg, resumeAt(err, dir))

@@ -12,6 +12,10 @@ import (
 // can hold whatever their value (an accuracy over no samples is NaN).
 type summaryJSON struct {
 	Name          string          `json:"name"`
+	Algorithm     string          `json:"algorithm,omitempty"`
+	Seed          uint64          `json:"seed"`
+	Member        string          `json:"member,omitempty"`
+	Sweep         []SweepValue    `json:"sweep,omitempty"`
 	Rounds        int             `json:"rounds"`
 	FinalMicro    jsonfloat.Float `json:"final_micro"`
 	FinalMean     jsonfloat.Float `json:"final_mean"`
@@ -46,7 +50,7 @@ type novelJSON struct {
 // MarshalJSON writes the summary; non-finite values become "NaN", "+Inf" or "-Inf".
 func (s Summary) MarshalJSON() ([]byte, error) {
 	f := func(v float64) jsonfloat.Float { return jsonfloat.Float(v) }
-	j := summaryJSON{Name: s.Name, Rounds: s.Rounds, FinalMicro: f(s.FinalMicro), FinalMean: f(s.FinalMean),
+	j := summaryJSON{Name: s.Name, Algorithm: s.Algorithm, Seed: s.Seed, Member: s.Member, Sweep: s.Sweep, Rounds: s.Rounds, FinalMicro: f(s.FinalMicro), FinalMean: f(s.FinalMean),
 		FinalStd: f(s.FinalStd), P10: f(s.P10), P50: f(s.P50), P90: f(s.P90), Worst10: f(s.Worst10),
 		TailMean: f(s.TailMean), TailStd: f(s.TailStd), TailEvals: s.TailEvals, TailTrend: f(s.TailTrend), Best: f(s.Best), BestRound: s.BestRound, Falling: s.Falling, ClientUpdates: s.ClientUpdates,
 		SamplesPerSec: f(s.SamplesPerSec), WallSeconds: f(s.WallSeconds), Diverged: s.Diverged, EvalProtocol: s.EvalProtocol,
@@ -64,7 +68,7 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = Summary{Name: j.Name, Rounds: j.Rounds, FinalMicro: float64(j.FinalMicro), FinalMean: float64(j.FinalMean),
+	*s = Summary{Name: j.Name, Algorithm: j.Algorithm, Seed: j.Seed, Member: j.Member, Sweep: j.Sweep, Rounds: j.Rounds, FinalMicro: float64(j.FinalMicro), FinalMean: float64(j.FinalMean),
 		FinalStd: float64(j.FinalStd), P10: float64(j.P10), P50: float64(j.P50), P90: float64(j.P90),
 		Worst10: float64(j.Worst10), TailMean: float64(j.TailMean), TailStd: float64(j.TailStd), TailEvals: j.TailEvals, TailTrend: float64(j.TailTrend), Best: float64(j.Best), BestRound: j.BestRound, Falling: j.Falling, ClientUpdates: j.ClientUpdates,
 		SamplesPerSec: float64(j.SamplesPerSec), WallSeconds: float64(j.WallSeconds), Diverged: j.Diverged, EvalProtocol: j.EvalProtocol,

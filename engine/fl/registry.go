@@ -9,6 +9,7 @@ import (
 
 	"pfl/engine/hyper"
 	"pfl/engine/model"
+	"pfl/internal/suggest"
 )
 
 // Options are the algorithm settings a config can give; each algorithm reads those it
@@ -242,7 +243,11 @@ func LookupAlgorithm(name string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return Algorithm{}, fmt.Errorf("unknown algorithm %q; choose one of %s", name, AlgorithmNames())
+	var names []string
+	for _, a := range registry {
+		names = append(names, a.Name)
+	}
+	return Algorithm{}, fmt.Errorf("unknown algorithm %q%s; choose one of %s", name, suggest.DidYouMean(name, names), AlgorithmNames())
 }
 
 // AlgorithmNames is the registry's names, sorted, comma-separated.

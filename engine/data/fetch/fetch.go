@@ -47,6 +47,13 @@ type Options struct {
 	// Client makes the requests; nil: one with http.DefaultTransport's settings. Whatever
 	// the client, a server silent for IdleLimit is given up on.
 	Client *http.Client
+	// From is where this Get takes the dataset's files instead of their addresses (pfl data
+	// get --from): an address (http:// or https://), a local file, or a local folder
+	// holding the files (see sourcesOf). "": the mirror, then the catalog's addresses.
+	From string
+	// Mirror is a folder or base address holding copies of the files, tried before the
+	// catalog's addresses; "": $PFL_DATA_MIRROR (MirrorEnv).
+	Mirror string
 }
 
 // IdleLimit is how long a download waits for a server that sends nothing (no answer to
@@ -89,7 +96,7 @@ type FileRecord struct {
 	// Checked says what the file was checked against: "published MD5", or "none published
 	// (SHA-256 recorded)".
 	Checked string `json:"checked"`
-	From    string `json:"from,omitempty"` // the address it came from; "" when placed by hand
+	From    string `json:"from,omitempty"` // the address or local file it came from; "" when placed by hand
 	// Rechecked says that Get found the dataset fetched already and checked this file
 	// again against the SHA-256 recorded when it was fetched (not stored).
 	Rechecked bool `json:"-"`
@@ -145,15 +152,26 @@ func Get(ctx context.Context, d Dataset, o Options) (Record, error) {
 		}
 		return rec, nil
 	}
+	if err := checkFrom(o.From, d); err != nil {
+		return Record{}, err
+	}
 	rec := Record{Dataset: d.Name}
-	for _, f := range d.Files {
+	for i, f := range d.Files {
 		path := filepath.Join(dir, f.Name)
 		from := ""
 		if _, err := os.Stat(path); err != nil {
-			if len(f.URLs) == 0 {
+			srcs := sourcesOf(d, f, o)
+			if len(srcs) == 0 {
 				return Record{}, &ManualError{Dataset: d.Name, Steps: d.manualSteps(dir)}
 			}
-			if from, err = download(ctx, f, path, o); err != nil {
+			if from, err = download(ctx, f, path, srcs, o); err != nil {
+				if _, ok := errors.AsType[*unreachedError](err); ok {
+					if len(f.URLs) == 0 && o.From == "" { // only the mirror was tried
+						o.logf("%v", err)
+						return Record{}, &ManualError{Dataset: d.Name, Steps: d.manualSteps(dir)}
+					}
+					return Record{}, &OfflineError{Dataset: d.Name, File: f.Name, Err: err, Help: placeHelp(d, dir, d.Files[i:])}
+				}
 				return Record{}, fmt.Errorf("%s: %s: %w", d.Name, f.Name, err)
 			}
 		}
@@ -236,14 +254,15 @@ func sums(path string) (string, string, int64, error) {
 	return hex.EncodeToString(m.Sum(nil)), hex.EncodeToString(s.Sum(nil)), n, nil
 }
 
-// download fetches f into path by way of path.part, trying its addresses in turn, and
-// returns the address it came from. The .part file is resumed with a Range request when a
-// former attempt was cut off; it becomes path only once the checksum matched (a mismatch
-// removes it, since resuming it would keep the bad bytes). More bytes than f.Size (or, for
-// a file of unknown size, than maxUnknownSize) are refused and removed; so is a download
-// that fills the disk, which is not resumed, and a file the disk has no room for is not
-// begun.
-func download(ctx context.Context, f File, path string, o Options) (string, error) {
+// download fetches f into path by way of path.part, trying its sources (addresses, or
+// local files, which are copied) in turn, and returns the one it came from. The .part file
+// is resumed with a Range request when a former attempt was cut off; it becomes path only
+// once the checksum matched (a mismatch removes it, since resuming it would keep the bad
+// bytes). More bytes than f.Size (or, for a file of unknown size, than maxUnknownSize) are
+// refused and removed; so is a download that fills the disk, which is not resumed, and a
+// file the disk has no room for is not begun. When every source failed otherwise (no
+// network, a 404, a file not in the folder) the error is an *unreachedError.
+func download(ctx context.Context, f File, path string, srcs []string, o Options) (string, error) {
 	part := path + ".part"
 	if f.Size > 0 {
 		have := int64(0)
@@ -259,8 +278,13 @@ func download(ctx context.Context, f File, path string, o Options) (string, erro
 		}
 	}
 	var errs []string
-	for _, u := range f.URLs {
-		err := downloadFrom(ctx, u, f, part, o)
+	for _, u := range srcs {
+		var err error
+		if isAddress(u) {
+			err = downloadFrom(ctx, u, f, part, o)
+		} else {
+			err = copyFrom(ctx, u, f, part, o)
+		}
 		if err == nil {
 			if _, verr := verify(part, f); verr != nil {
 				os.Remove(part)
@@ -287,7 +311,7 @@ func download(ctx context.Context, f File, path string, o Options) (string, erro
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", u, err))
 	}
-	return "", errors.New(strings.Join(errs, "; "))
+	return "", &unreachedError{strings.Join(errs, "; ")}
 }
 
 // maxUnknownSize bounds a file whose size the catalog does not give (16 GiB, far above

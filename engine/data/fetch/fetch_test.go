@@ -27,6 +27,20 @@ type server struct {
 	files  map[string][]byte
 	cut    map[string]int
 	ranges []string
+	paths  []string // every request's path, in order
+}
+
+// requested counts the requests for paths that start with prefix.
+func (s *server) requested(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.paths {
+		if strings.HasPrefix(p, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func newServer(t *testing.T) *server {
@@ -41,6 +55,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	b, ok := s.files[r.URL.Path]
 	n, cut := s.cut[r.URL.Path]
 	s.ranges = append(s.ranges, r.Header.Get("Range"))
+	s.paths = append(s.paths, r.URL.Path)
 	s.mu.Unlock()
 	switch {
 	case !ok:
@@ -67,8 +82,13 @@ func fixture(n int) ([]byte, string) {
 	for i := range b {
 		b[i] = byte(i*7919 + i/251)
 	}
+	return b, md5hex(b)
+}
+
+// md5hex is b's MD5 in hex.
+func md5hex(b []byte) string {
 	sum := md5.Sum(b)
-	return b, hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:])
 }
 
 // oneFile is a catalog entry of one file at the server's path /name.

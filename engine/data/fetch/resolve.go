@@ -77,6 +77,9 @@ func Resolve(ctx context.Context, spec string, download bool, o Options) (string
 	default:
 		how += " (or, in a config, data.download: true)"
 	}
+	if d.Manual == "" {
+		how += fmt.Sprintf("; without a network, pfl data get %s --from FILE takes a copy (or set %s)", d.Name, MirrorEnv)
+	}
 	return "", &MissingError{Dataset: d.Name, Message: fmt.Sprintf("%s is missing: not at %s; %s", d.Title, strings.Join(where, ", nor "), how)}
 }
 
