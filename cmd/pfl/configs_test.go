@@ -182,7 +182,7 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg, err = loadConfig(path, toySets(t, cfg, t.TempDir())); err != nil {
+			if cfg, err = loadConfig(path, toySets(t, cfg, keptRuns(t, strings.TrimSuffix(e.Name(), ".yaml")))); err != nil {
 				t.Fatal(err)
 			}
 			cfg.Suite = toySuite(cfg.Suite)
@@ -205,6 +205,21 @@ func TestEveryConfigRunsTwoRoundsAtToySize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keptRuns is where a toy run of config name writes its runs: a temporary folder, or
+// $PFL_TEST_KEEP_RUNS/name when that is set, so that scripts/same-metrics.sh can compare
+// two commits' metrics run for run.
+func keptRuns(t *testing.T, name string) string {
+	root := os.Getenv("PFL_TEST_KEEP_RUNS")
+	if root == "" {
+		return t.TempDir()
+	}
+	dir := filepath.Join(root, name)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestGridConfigsValidateEveryPoint: every config with a sweep or seeds makes and validates
