@@ -31,11 +31,13 @@
 #                                    the stages in order without timeouts or budget (default
 #                                    all of them):
 #       build      build-cuda/libpfltorch.so against that torch (cmake rebuilds nothing that
-#                  is up to date)
-#       tests      the CUDA tests: cuda package (graphs, reseeded generators, bf16), the
-#                  custom kernels of kernels/ (CUDA equals the CPU reference bit for bit and
-#                  the libtorch path within the tests' bounds), the round loop (captured
-#                  steps equal eager ones, no growth), the smoke run
+#                  is up to date); if that fails, once more without the custom kernels and
+#                  the Gloo/NCCL paths, which the benchmarks do not need
+#       tests      first the CUDA tests, by name, reported test by test: cuda package
+#                  (graphs, reseeded generators, bf16), the round loop (captured steps equal
+#                  eager ones, no growth), the custom kernels of kernels/ (CUDA equals the
+#                  CPU reference bit for bit and the libtorch path within the tests' bounds),
+#                  the smoke run on CUDA; then the other tests, reported apart
 #       kernels    go test -bench in bench/ (models at K=1 and K=8, kernels, matmul peak)
 #                  and in kernels/ (each custom kernel beside its libtorch path)
 #       workloads  pfl bench at full size, every workload in each of PFL_BENCH_PRECISIONS
@@ -588,7 +590,7 @@ bound_of() {
 about() {
   local w p m
   case "$1" in
-    build) echo "the CUDA library against this machine's torch (cmake, -j\$(nproc))" ;;
+    build) echo "the CUDA library against this machine's torch (cmake, -j\$(nproc); once more without kernels and dist if that fails)" ;;
     tests) echo "the CUDA tests by name and pfl smoke on CUDA, then the other tests" ;;
     kernels) echo "go test -bench: models at K = 1 and 8, custom kernels, matmul peak" ;;
     official) echo "FedTP's official main.py in the fedtp-c100-50 shape (skipped unless PFL_FEDTP_OFFICIAL)" ;;
