@@ -365,7 +365,7 @@ step_build() {
     build_try -retry OFF || return 1
   fi
   ldd build-cuda/libpfltorch.so >"$out/ldd.txt" 2>&1 || true
-  echo "gpu.sh: built build-cuda/libpfltorch.so ($(tr '\n' ' ' <build-cuda/pfl-features.txt 2>/dev/null))"
+  echo "gpu.sh: built build-cuda/libpfltorch.so ($(paste -sd' ' build-cuda/pfl-features.txt 2>/dev/null))"
   grep -E 'libcudart|libcublas\.|libnvrtc|libc10_cuda' "$out/ldd.txt" || true
 }
 
