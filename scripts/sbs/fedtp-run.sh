@@ -78,7 +78,7 @@ out=$(cd "$out" && pwd)
 data="$out/data"
 mkdir -p "$data"
 [ -f "$data/fmnist/cifar-10-batches-bin/test_batch.bin" ] ||
-  "$py" scripts/sbs/repack_fmnist.py --out "$data/fmnist" --train 10000 --test 2000
+  "$py" scripts/sbs/repack_fmnist.py --out "$data/fmnist" --train 2000 --test 1000
 ds=(--set "data.dataset=cifar10:$data/fmnist")
 
 jobfile="$out/jobs.txt"

@@ -80,7 +80,18 @@ def pairs(folder):
 
 
 def mean(xs):
-    return sum(xs) / len(xs) if xs else float("nan")
+    return sum(xs) / len(xs) if xs else None
+
+
+def num(x):
+    return "–" if x is None else f"{x:.2f}"
+
+
+def schedule(rounds):
+    """Evaluated rounds as "a–b every k" (or the one round)."""
+    if len(rounds) == 1:
+        return str(rounds[0])
+    return f"{rounds[0]}–{rounds[-1]} every {rounds[1] - rounds[0]}"
 
 
 def main():
@@ -95,7 +106,7 @@ def main():
             data[alg] = pairs(folder)
             for p in data[alg][1]:
                 print(f"fedtp-summary: {label}: {p}", file=sys.stderr)
-    print("| algorithm | metric | official mean | pfl mean " + verdict.HEADER[1:])
+    print("| algorithm | metric | official mean | pfl mean |" + verdict.HEADER[1:])
     print("|---|---|---|---|---|---|---|---|")
     for alg, label in ALGS:
         rows = data.get(alg, ({}, []))[0]
@@ -103,7 +114,7 @@ def main():
             o = [rows[s][m][0] for s in sorted(rows)]
             p = [rows[s][m][1] for s in sorted(rows)]
             c = verdict.compare([y - x for x, y in zip(o, p)])
-            print(f"| {label} | {names[m]} | {mean(o):.2f} | {mean(p):.2f} | {verdict.fmt(c)} |")
+            print(f"| {label} | {names[m]} | {num(mean(o))} | {num(mean(p))} | {verdict.fmt(c)} |")
     print()
     print("| algorithm | seed | evaluated rounds | official final | pfl final | official Test Acc | pfl Test Acc |")
     print("|---|---|---|---|---|---|---|")
@@ -111,7 +122,7 @@ def main():
         rows = data.get(alg, ({}, []))[0]
         for s in sorted(rows):
             r = rows[s]
-            print(f"| {label} | {s} | {r['rounds'][0]}–{r['rounds'][-1]} every {r['rounds'][1] - r['rounds'][0] if len(r['rounds']) > 1 else '–'} | "
+            print(f"| {label} | {s} | {schedule(r['rounds'])} | "
                   f"{r['final'][0]:.2f} | {r['final'][1]:.2f} | {r['tail'][0]:.2f} | {r['tail'][1]:.2f} |")
     print()
     print("Whole process, /usr/bin/time -v (wall s; peak RSS MiB), per seed:")

@@ -168,10 +168,10 @@ def main():
     ap.add_argument("--out", help="result JSON")
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--sample", type=float, default=0.25)
-    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--eval-step", type=int, default=5)
-    ap.add_argument("--test-round", type=int, default=80)
-    ap.add_argument("--depth", type=int, default=6)
+    ap.add_argument("--test-round", type=int, default=10)
+    ap.add_argument("--depth", type=int, default=1)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=1)
@@ -187,7 +187,7 @@ def main():
     missing = [f"--{k}" for k in ("checkout", "einops", "data", "alg", "seed", "work", "out") if getattr(a, k) is None]
     if missing:
         ap.error(f"a run needs {', '.join(missing)}")
-    a.work = os.path.abspath(a.work)
+    a.work, a.out = os.path.abspath(a.work), os.path.abspath(a.out)  # before the chdir below
     checkout = os.path.abspath(a.checkout)
     os.makedirs(a.work, exist_ok=True)
     args = main_args(a)
