@@ -215,6 +215,9 @@ def main():
     name = f"results_{a.alg}-{a.clients}-cifar10-noniid-labeluni-_.json"
     with open(os.path.join(a.work, "results_table", f"{a.alg}-vit-{a.clients}-cifar10-noniid-labeluni_", name)) as f:
         official = json.load(f)
+    mine = [100 * e["pooled_acc"] for e in evals]
+    if any(abs(x - y) > 1e-9 for x, y in zip(mine, official["test_avg_acc"])) or len(mine) != len(official["test_avg_acc"]):
+        sys.exit(f"fedtp_official: recorded pooled accuracies {mine} are not main.py's test_avg_acc {official['test_avg_acc']}")
     last = evals[-1]
     res = {"side": "official FedTP code", "alg": a.alg, "seed": a.seed, "round": last["round"],
            "final_pooled_acc": last["pooled_acc"], "final_mean_acc": sum(last["client_acc"]) / len(last["client_acc"]),
