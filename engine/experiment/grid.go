@@ -556,7 +556,7 @@ func tailTrend(s *Summary) float64 { return 100 * s.TailTrend }
 const trendText = "Trend: the rise of the least-squares line through the FedTP-protocol evaluations of the last train.tail_rounds rounds, in points; one near 0 (within a few of the evaluations' ± std) is a curve that has flattened, a larger one a curve still moving when the run stopped."
 
 // flagText says what the flags in a table mean.
-const flagText = "Diverged: the run's training loss was not finite at that round, which ended it; its numbers are left out of the cells. Falling: the curve's last evaluation is 10 or more points under its best, or its trend is below −2 × the spread of the last evaluations (and at least 1 point down)."
+const flagText = "Diverged: the run's training loss was not finite at that round, which ended it; its numbers are left out of the cells. Falling: the curve's last evaluation is 10 or more points under its best, or its trend is below −2 × the spread of the last evaluations and down by more than the test set's sampling explains (at least 1 point and twice the trend's sampling error)."
 
 // noteText is the config's note as a paragraph of results.md, or nothing.
 func noteText(note string) string {
@@ -631,12 +631,15 @@ func finalPerClient(dir string) ([]float64, error) {
 
 // perClient is every client's final accuracy (%) of member m at point p under the first
 // seed (client i of another seed is another client: the partition follows the seed), one
-// slice per client; nil when the run's metrics cannot be read.
+// slice per client; nil when the run's metrics cannot be read, empty when it diverged.
 func (g *grid) perClient(p, m int) [][]float64 {
 	var out [][]float64
 	for _, l := range g.leaves {
 		if l.point != p || l.member != m || l.seed != 0 {
 			continue
+		}
+		if divergedAt(l.dir()) != 0 {
+			return [][]float64{} // a diverged run's last evaluation is of an earlier round
 		}
 		acc, err := finalPerClient(l.dir())
 		if err != nil {
@@ -675,7 +678,11 @@ func (g *grid) clientTables(runs []*Result) string {
 			}
 		}
 		fmt.Fprint(&b, ":\n\n| client |")
-		for _, p := range g.points {
+		for pi, p := range g.points {
+			if len(cols[pi]) == 0 {
+				fmt.Fprintf(&b, " %s (diverged) |", p.name)
+				continue
+			}
 			fmt.Fprintf(&b, " %s |", p.name)
 		}
 		fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.points)+1))
