@@ -171,11 +171,14 @@ func benchAggregate(b *testing.B, dev cuda.Device) {
 					b.Fatal(err)
 				}
 				defer m.Close()
-				gen, _ := c.strat.(fl.Generative)
+				var generated func(*model.Param) bool
+				if gen, ok := c.strat.(fl.GenerateStage); ok {
+					generated = gen.GenerateHooks().Generated
+				}
 				var shared []*cuda.Tensor
 				var elems int64
 				for _, p := range m.Params().List {
-					if c.strat.Personal(p) || (gen != nil && gen.Generated(p)) {
+					if c.strat.Personal(p) || (generated != nil && generated(p)) {
 						continue
 					}
 					shared = append(shared, p.T)
@@ -274,7 +277,7 @@ func benchHyper(b *testing.B, dev cuda.Device) {
 				if mode == "vjp" {
 					net.Gradient(s, gen, delta, w)
 				} else {
-					f.Learn(s, gen, trained, w)
+					f.LearnApply(s, f.LearnSum(s, gen, trained, w))
 				}
 			})
 			c := net.Cfg

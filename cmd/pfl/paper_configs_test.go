@@ -65,7 +65,7 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 			strat := a.Strategy()
 			switch a.Name {
 			case "transfed":
-				g := params(cfg.Model.Preset, strat.(fl.Generative).Generated)
+				g := params(cfg.Model.Preset, strat.(fl.GenerateStage).GenerateHooks().Generated)
 				generated[label] = g
 				if a.Generate == nil {
 					paperMembers++

@@ -121,7 +121,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 	if err := cfg.Resolved().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if ph := cfg.Algorithm.Strategy().(fl.Phased).Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
+	if ph := cfg.Algorithm.Strategy().(fl.TrainStage).TrainHooks().Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
 		t.Errorf("fedrep with rep_epochs 3 of 10 epochs: phases %+v, want 7 head epochs, then 3 body epochs", ph)
 	}
 	// pFedMe's personal learning rate follows train.lr unless set

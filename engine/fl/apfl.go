@@ -71,18 +71,30 @@ type APFL struct {
 // Name is "apfl".
 func (*APFL) Name() string { return "apfl" }
 
-// Personal is true for the local model v and the mixing weight α.
-func (a *APFL) Personal(p *model.Param) bool { return a.isPersonal(p) }
+// PrepareHooks join the local model v and the mixing weight α beside every model the run
+// builds (Wrap).
+func (a *APFL) PrepareHooks() PrepareHooks { return PrepareHooks{Wrap: a.Wrap} }
+
+// TrainHooks train w on f(w) and v and α through the mixture (Loss), α on its own clipped
+// SGD (Optimizer); every training sample goes forward and backward through the global copy
+// and through the mixture (Passes 2: FedPerfix's Table 2 counts APFL's computation at
+// 200%).
+func (a *APFL) TrainHooks() TrainHooks {
+	return TrainHooks{Loss: a.Loss, Optimizer: a.Optimizer, Passes: 2}
+}
+
+// EvalHooks predict with the mixture.
+func (a *APFL) EvalHooks() EvalHooks { return EvalHooks{Predict: a.Predict} }
 
 // Wrap joins the local model v and the mixing weight α ([K, 1], "mixing.alpha") beside
-// every model the run builds (Wrapper).
-func (a *APFL) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
+// m.
+func (a *APFL) Wrap(m model.Model, w Wrapping) (model.Model, error) {
 	ps := m.Params()
-	alpha, err := model.NewFree("alpha", model.RoleMixing, a.Alpha, ps.K, ps.Device, ps.DType, gen, 1)
+	alpha, err := model.NewFree("alpha", model.RoleMixing, a.Alpha, ps.K, ps.Device, ps.DType, w.Gen, 1)
 	if err != nil {
 		return nil, err
 	}
-	j, err := a.join(m, build, gen, "mixing.", alpha)
+	j, err := a.join(m, w, "mixing.", alpha)
 	if err != nil {
 		alpha.Close()
 		return nil, err
@@ -133,7 +145,7 @@ func (a *APFL) mixture(s *cuda.Scope, m model.Model, detach bool) (model.Model, 
 }
 
 // Loss is f(w) + f(v̄) on the batch, each the mean cross-entropy over the client's real
-// samples, with w detached inside v̄ (Objective).
+// samples, with w detached inside v̄.
 func (a *APFL) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
 	w := part(s, m, 0)
 	v, over := a.mixture(s, m, true)
@@ -142,12 +154,12 @@ func (a *APFL) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cu
 	}
 	mixed := *pass
 	mixed.Override = over
-	return s.Add(maskedMean(s, w.Forward(s, b.X, pass), b.Y, b.Mask), maskedMean(s, v.Forward(s, b.X, &mixed), b.Y, b.Mask))
+	return s.Add(MeanCrossEntropy(s, w.Forward(s, b.X, pass), b.Y, b.Mask), MeanCrossEntropy(s, v.Forward(s, b.X, &mixed), b.Y, b.Mask))
 }
 
 // Optimizer is the run's local optimizer for w and v, and for α plain SGD at the run's
 // learning rate with the authors' 0.02·α added to its gradient, clipped to [0, 1] after
-// every step (LocalOptimizer).
+// every step.
 func (a *APFL) Optimizer(_ int, c SGDConfig) Optimizer {
 	return &splitOptimizer{in: func(t *cuda.Tensor) bool { return a.alphas[t] },
 		rest: NewSGD(c), part: clipped{NewSGD(SGDConfig{LR: c.LR, WeightDecay: apflAlphaDecay}), 0, 1}}
@@ -170,8 +182,7 @@ func (o clipped) Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.
 	s.SetGradEnabled(grad)
 }
 
-// Predict is the mixture α v + (1 − α) w of the client's v and α with the global w
-// (Predictor).
+// Predict is the mixture α v + (1 − α) w of the client's v and α with the global w.
 func (a *APFL) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
 	v, over := a.mixture(s, m, false)
 	if v == nil {
@@ -179,7 +190,3 @@ func (a *APFL) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tenso
 	}
 	return v.Forward(s, x, &model.Pass{Override: over})
 }
-
-// Passes is 2: every training sample goes forward and backward through the global copy and
-// through the mixture (FedPerfix's Table 2 counts APFL's computation at 200%).
-func (*APFL) Passes() float64 { return 2 }

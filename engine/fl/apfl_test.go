@@ -54,7 +54,7 @@ func TestAPFLGradients(t *testing.T) {
 	wT, vT := model.Tensors(w.Params().Trainable()), model.Tensors(v.Params().Trainable())
 	n := len(wT)
 	// ∇f(w) from w's own forward: the same ops, so the same bits
-	gw := s.Grad([]*cuda.Tensor{s.Sum(maskedMean(s, w.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, wT, cuda.GradOptions{})
+	gw := s.Grad([]*cuda.Tensor{s.Sum(MeanCrossEntropy(s, w.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, wT, cuda.GradOptions{})
 	// ∇f(v̄) at the mixture's values, as leaves of their own
 	_, over := a.mixture(s, m, true)
 	leaves := map[*model.Param]*cuda.Tensor{}
@@ -67,7 +67,7 @@ func TestAPFLGradients(t *testing.T) {
 		leaves[p] = l
 		vbar = append(vbar, l)
 	}
-	gbar := s.Grad([]*cuda.Tensor{s.Sum(maskedMean(s, v.Forward(s, b.X, &model.Pass{Override: leaves}), b.Y, b.Mask), false)}, nil, vbar, cuda.GradOptions{})
+	gbar := s.Grad([]*cuda.Tensor{s.Sum(MeanCrossEntropy(s, v.Forward(s, b.X, &model.Pass{Override: leaves}), b.Y, b.Mask), false)}, nil, vbar, cuda.GradOptions{})
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestAPFLGradients(t *testing.T) {
 		defer s.SetGradEnabled(true)
 		s.CopyFrom(alpha, cuda.FromSlice(s, cuda.CPU, alpha1, 2, 1))
 		vm, over := a.mixture(s, m, false)
-		l := values(t, maskedMean(s, vm.Forward(s, b.X, &model.Pass{Override: over}), b.Y, b.Mask))
+		l := values(t, MeanCrossEntropy(s, vm.Forward(s, b.X, &model.Pass{Override: over}), b.Y, b.Mask))
 		s.CopyFrom(alpha, cuda.FromSlice(s, cuda.CPU, alphas, 2, 1))
 		return l
 	}

@@ -56,26 +56,30 @@ type Ditto struct {
 // Name is "ditto".
 func (*Ditto) Name() string { return "ditto" }
 
-// Personal is true for the personal model's parameters.
-func (d *Ditto) Personal(p *model.Param) bool { return d.isPersonal(p) }
+// PrepareHooks join the personal model v beside every model the run builds (Wrap).
+func (d *Ditto) PrepareHooks() PrepareHooks { return PrepareHooks{Wrap: d.wrap} }
 
-// Wrap joins the personal model v beside every model the run builds (Wrapper).
-func (d *Ditto) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
-	return d.join(m, build, gen, "")
+// TrainHooks train both models (Loss), v pulled towards the global model (Penalty); every
+// training sample trains the global copy and the personal model (Passes 2).
+func (d *Ditto) TrainHooks() TrainHooks {
+	return TrainHooks{Loss: d.Loss, Penalty: d.Penalty, Passes: 2}
 }
 
+// EvalHooks predict with the personal model.
+func (d *Ditto) EvalHooks() EvalHooks { return EvalHooks{Predict: d.predict} }
+
 // Loss is f(w) + f(v) on the batch, each the mean cross-entropy over the client's real
-// samples (Objective).
+// samples.
 func (d *Ditto) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
 	w, v := part(s, m, 0), part(s, m, 1)
 	if w == nil {
 		return nil
 	}
-	return s.Add(maskedMean(s, w.Forward(s, b.X, pass), b.Y, b.Mask), maskedMean(s, v.Forward(s, b.X, pass), b.Y, b.Mask))
+	return s.Add(MeanCrossEntropy(s, w.Forward(s, b.X, pass), b.Y, b.Mask), MeanCrossEntropy(s, v.Forward(s, b.X, pass), b.Y, b.Mask))
 }
 
 // Penalty is λ/2 Σ_clients ‖v − w_global‖² over the personal parameters, each against its
-// shared twin's global value (Regularizer); the shared parameters get no penalty.
+// shared twin's global value; the shared parameters get no penalty.
 func (d *Ditto) Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tensor {
 	at := make(map[*cuda.Tensor]int, len(params))
 	for i, p := range params {
@@ -100,15 +104,3 @@ func (d *Ditto) Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tens
 	}
 	return s.MulScalar(sum, d.Lambda/2)
 }
-
-// Predict is the personal model's forward (Predictor).
-func (d *Ditto) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
-	v := part(s, m, 1)
-	if v == nil {
-		return nil
-	}
-	return v.Forward(s, x, &model.Pass{})
-}
-
-// Passes is 2: every training sample trains the global copy and the personal model.
-func (*Ditto) Passes() float64 { return 2 }

@@ -47,8 +47,8 @@ func TestDittoProximalGradient(t *testing.T) {
 	// each part's plain gradient, from its own forward
 	w, v := part(s, m, 0), part(s, m, 1)
 	wT, vT := model.Tensors(w.Params().Trainable()), model.Tensors(v.Params().Trainable())
-	gw := s.Grad([]*cuda.Tensor{s.Sum(maskedMean(s, w.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, wT, cuda.GradOptions{})
-	gv := s.Grad([]*cuda.Tensor{s.Sum(maskedMean(s, v.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, vT, cuda.GradOptions{})
+	gw := s.Grad([]*cuda.Tensor{s.Sum(MeanCrossEntropy(s, w.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, wT, cuda.GradOptions{})
+	gv := s.Grad([]*cuda.Tensor{s.Sum(MeanCrossEntropy(s, v.Forward(s, b.X, pass), b.Y, b.Mask), false)}, nil, vT, cuda.GradOptions{})
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -50,12 +50,15 @@ func (FedBABU) Name() string { return "fedbabu" }
 // Personal is true for the head (which stays at its initialization during training).
 func (FedBABU) Personal(p *model.Param) bool { return p.Role == model.RoleHead }
 
-// Phases train everything but the head.
-func (FedBABU) Phases(epochs int) []Phase {
-	return []Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role != model.RoleHead }}}
+// TrainHooks train everything but the head.
+func (FedBABU) TrainHooks() TrainHooks {
+	return TrainHooks{Phases: func(epochs int) []Phase {
+		return []Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role != model.RoleHead }}}
+	}}
 }
 
-// FineTune trains every parameter, body and head (the official codes' fine-tuning step).
-func (f FedBABU) FineTune() Phase {
-	return Phase{Epochs: f.FineTuneEpochs, Steps: f.FineTuneSteps, Train: allParams}
+// EvalHooks fine-tune every parameter, body and head, before evaluation (the official
+// codes' fine-tuning step).
+func (f FedBABU) EvalHooks() EvalHooks {
+	return EvalHooks{FineTune: &Phase{Epochs: f.FineTuneEpochs, Steps: f.FineTuneSteps, Train: AllParams}}
 }

@@ -42,6 +42,9 @@ type PlugIn struct {
 	Adapter model.MLPAdapterConfig
 }
 
+// PrepareHooks give the model its plug-in (Shape).
+func (p Partial) PrepareHooks() PrepareHooks { return PrepareHooks{Shape: p.Shape} }
+
 // Shape gives the model the plug-in: the algorithm's defaults for every field the spec
 // leaves zero (the prefix's Blocks: every block), the spec's own values for the rest.
 func (p Partial) Shape(s model.Spec) (model.Spec, error) {

@@ -15,6 +15,9 @@ func (FedProx) Name() string { return "fedprox" }
 // Personal is false: everything is averaged, as in FedAvg.
 func (FedProx) Personal(*model.Param) bool { return false }
 
+// TrainHooks add the proximal term to the local loss.
+func (f FedProx) TrainHooks() TrainHooks { return TrainHooks{Penalty: f.Penalty} }
+
 // Penalty is μ/2 Σ_clients ‖θ_k − θ_global‖².
 func (f FedProx) Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tensor {
 	var total *cuda.Tensor

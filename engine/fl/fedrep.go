@@ -56,6 +56,9 @@ func (FedRep) Name() string { return "fedrep" }
 // Personal is true for the head.
 func (FedRep) Personal(p *model.Param) bool { return p.Role == model.RoleHead }
 
+// TrainHooks train in FedRep's two phases.
+func (f FedRep) TrainHooks() TrainHooks { return TrainHooks{Phases: f.Phases} }
+
 // Phases are the head phase (epochs − RepEpochs epochs), then the body phase (RepEpochs
 // epochs); a phase of no epochs is left out.
 func (f FedRep) Phases(epochs int) []Phase {

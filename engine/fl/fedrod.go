@@ -17,7 +17,7 @@ import (
 // which are also the client's prediction. A client's loss is the sum of the two.
 //
 // As in FedTP's code, the personal head has its own plain SGD at the clients' learning rate
-// (no momentum, no weight decay) while the rest uses the run's SGD (LocalOptimizer). One
+// (no momentum, no weight decay) while the rest uses the run's SGD. One
 // difference from the reference: a class a client never saw gets log-count log(1e-12)
 // instead of −∞, so that padded batch slots stay finite (its softmax weight is 1e-12
 // instead of 0).
@@ -36,13 +36,20 @@ func (*FedRoD) Name() string { return "fedrod" }
 // Personal is true for the personal head.
 func (*FedRoD) Personal(p *model.Param) bool { return p.Role == model.RolePersonalHead }
 
+// PrepareHooks add the personal head (Wrap) and count every client's training labels
+// (Bind).
+func (f *FedRoD) PrepareHooks() PrepareHooks { return PrepareHooks{Wrap: f.Wrap, Bind: f.Bind} }
+
+// TrainHooks train with the two heads' loss, the personal head on its own SGD.
+func (f *FedRoD) TrainHooks() TrainHooks { return TrainHooks{Loss: f.Loss, Optimizer: f.Optimizer} }
+
 // Wrap adds the personal head.
-func (f *FedRoD) Wrap(m model.Model, _ Builder, gen *cuda.Generator) (model.Model, error) {
-	h, ok := m.(model.Headed)
-	if !ok {
-		return nil, fmt.Errorf("model %s does not expose the features its head reads", m.Name())
+func (f *FedRoD) Wrap(m model.Model, w Wrapping) (model.Model, error) {
+	h, err := model.HeadedOf(m)
+	if err != nil {
+		return nil, err
 	}
-	two, err := model.NewTwoHeads(h, gen)
+	two, err := model.NewTwoHeads(h, w.Gen)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +63,7 @@ func (f *FedRoD) Wrap(m model.Model, _ Builder, gen *cuda.Generator) (model.Mode
 }
 
 // Optimizer is the run's SGD for the body and generic head and a plain SGD at the same
-// learning rate for the personal head (LocalOptimizer), as FedTP's code trains them.
+// learning rate for the personal head, as FedTP's code trains them.
 func (f *FedRoD) Optimizer(_ int, c SGDConfig) Optimizer {
 	return &splitOptimizer{in: func(t *cuda.Tensor) bool { return f.heads[t] },
 		rest: NewSGD(c), part: NewSGD(SGDConfig{LR: c.LR})}
@@ -149,9 +156,9 @@ func (f *FedRoD) Close() error {
 
 // Loss is the generic head's (balanced) loss plus the personal head's loss.
 func (f *FedRoD) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
-	h, ok := m.(*model.TwoHeads)
-	if !ok {
-		s.Fail(fmt.Errorf("fl: fedrod: model %s has no personal head", m.Name()))
+	h, err := model.TwoHeadsOf(m)
+	if err != nil {
+		s.Fail(fmt.Errorf("fl: fedrod: %w", err))
 		return nil
 	}
 	feat := h.Features(s, b.X, pass)
@@ -161,5 +168,5 @@ func (f *FedRoD) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 		shifted = s.Add(generic, s.Unsqueeze(s.IndexSelect(f.logCounts, 0, b.Rows), 1)) // [K, 1, C]
 	}
 	personal := s.Add(s.Detach(generic), h.PersonalHead(s, s.Detach(feat), pass))
-	return s.Add(maskedMean(s, shifted, b.Y, b.Mask), maskedMean(s, personal, b.Y, b.Mask))
+	return s.Add(MeanCrossEntropy(s, shifted, b.Y, b.Mask), MeanCrossEntropy(s, personal, b.Y, b.Mask))
 }

@@ -26,7 +26,7 @@ func TestFedRoDHeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped, err := f.Wrap(inner, nil, g)
+	wrapped, err := f.Wrap(inner, Wrapping{Gen: g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,8 @@ func TestFedRoDHeads(t *testing.T) {
 	logc := s.Unsqueeze(cuda.FromSlice(s, cuda.CPU, counts, 2, 4), 1)
 	feat := two.Features(s, x, nil)
 	generic := two.GenericHead(s, feat, nil)
-	balanced := s.Sum(maskedMean(s, s.Add(generic, logc), y, mask), false)
-	personal := s.Sum(maskedMean(s, s.Add(s.Detach(generic), two.PersonalHead(s, s.Detach(feat), nil)), y, mask), false)
+	balanced := s.Sum(MeanCrossEntropy(s, s.Add(generic, logc), y, mask), false)
+	personal := s.Sum(MeanCrossEntropy(s, s.Add(s.Detach(generic), two.PersonalHead(s, s.Detach(feat), nil)), y, mask), false)
 	wantG := s.Grad([]*cuda.Tensor{balanced}, nil, params, cuda.GradOptions{AllowUnused: true, RetainGraph: true})
 	wantP := s.Grad([]*cuda.Tensor{personal}, nil, params, cuda.GradOptions{AllowUnused: true})
 	if err := s.Err(); err != nil {
@@ -101,7 +101,7 @@ func TestFedRoDPersonalHeadTakesPlainSGD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.Wrap(inner, nil, g)
+	m, err := f.Wrap(inner, Wrapping{Gen: g})
 	if err != nil {
 		t.Fatal(err)
 	}

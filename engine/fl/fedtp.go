@@ -55,8 +55,37 @@ func (f *FedTP) roles() []model.Role {
 	return f.Roles
 }
 
-// Memory is the KNN evaluation's configuration (K = 0: off).
-func (f *FedTP) Memory() KNN { return f.KNN }
+// PrepareHooks build the hypernetwork (Bind) and, with RoD, add FedRoD's personal head
+// (Wrap).
+func (f *FedTP) PrepareHooks() PrepareHooks {
+	h := PrepareHooks{Bind: f.Bind}
+	if f.RoD {
+		h.Wrap = f.rodPart().Wrap
+	}
+	return h
+}
+
+// TrainHooks are FedRoD's loss and split update with RoD (its personal head on a plain
+// SGD), else the defaults.
+func (f *FedTP) TrainHooks() TrainHooks {
+	if !f.RoD {
+		return TrainHooks{}
+	}
+	rod := f.rodPart()
+	return TrainHooks{Loss: rod.Loss, Optimizer: rod.Optimizer}
+}
+
+// GenerateHooks are the hypernetwork's.
+func (f *FedTP) GenerateHooks() GenerateHooks {
+	return GenerateHooks{Generated: f.Generated, Generate: f.Generate, LearnSum: f.LearnSum, LearnApply: f.LearnApply,
+		Tune: f.TuneParams, Net: f.Net, ParamCount: f.HyperParams}
+}
+
+// ServerHooks checkpoint the hypernetwork (State).
+func (f *FedTP) ServerHooks() ServerHooks { return ServerHooks{State: f.State} }
+
+// EvalHooks mix in the KNN vote (K = 0: off).
+func (f *FedTP) EvalHooks() EvalHooks { return EvalHooks{KNN: f.KNN} }
 
 // Generated reports whether the hypernetwork makes p: a trainable parameter of the
 // generated roles (every trainable parameter with All). Buffers are never generated.
@@ -67,23 +96,6 @@ func (f *FedTP) Generated(p *model.Param) bool {
 // Personal is true for the Local roles and, with RoD, the personal head.
 func (f *FedTP) Personal(p *model.Param) bool {
 	return slices.Contains(f.Local, p.Role) || (f.RoD && p.Role == model.RolePersonalHead)
-}
-
-// Wrap adds FedRoD's personal head when RoD is set.
-func (f *FedTP) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
-	if !f.RoD {
-		return m, nil
-	}
-	return f.rodPart().Wrap(m, build, gen)
-}
-
-// Optimizer is FedRoD's split update with RoD (its personal head on a plain SGD), else the
-// run's SGD (LocalOptimizer).
-func (f *FedTP) Optimizer(phase int, c SGDConfig) Optimizer {
-	if f.RoD {
-		return f.rodPart().Optimizer(phase, c)
-	}
-	return NewSGD(c)
 }
 
 func (f *FedTP) rodPart() *FedRoD {
@@ -163,13 +175,9 @@ func (f *FedTP) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
 	return f.net.Generate(s, rows)
 }
 
-// Learn is Algorithm 1's server update: φ ← φ − β Σ_i (m_i/M)(∂W_i/∂φ)ᵀ(W_i⁰ − W_iᴱ).
-func (f *FedTP) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
-	f.LearnApply(s, f.LearnSum(s, generated, trained, weights))
-}
-
-// LearnSum is the sum of Learn's update over the given clients, Σ_i (m_i/M)(∂W_i/∂φ)ᵀ ΔW_i
-// (ShardedLearner: across processes, each rank's clients' part, all-reduced).
+// LearnSum is the gradient of Algorithm 1's server update over the given clients,
+// Σ_i (m_i/M)(∂W_i/∂φ)ᵀ ΔW_i with ΔW_i = W_i⁰ − W_iᴱ (across processes, each rank's
+// clients' part, all-reduced).
 func (f *FedTP) LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor {
 	grad := s.GradEnabled()
 	s.SetGradEnabled(false)
@@ -183,7 +191,8 @@ func (f *FedTP) LearnSum(s *cuda.Scope, generated, trained []*cuda.Tensor, weigh
 	return g
 }
 
-// LearnApply is the hypernetwork's optimizer step with the summed gradient.
+// LearnApply is the hypernetwork's optimizer step with the summed gradient:
+// φ ← φ − β·sum (Algorithm 1's server update).
 func (f *FedTP) LearnApply(s *cuda.Scope, sum []*cuda.Tensor) {
 	if s.Err() == nil {
 		f.net.Step(s, sum)
@@ -204,14 +213,6 @@ func (f *FedTP) TuneParams(mode string) ([]*cuda.Tensor, error) {
 		return f.net.Params(), nil
 	}
 	return nil, fmt.Errorf("%s: no tune mode %q (want %q or %q)", f.Name(), mode, TuneEmbedding, TuneHypernetwork)
-}
-
-// Loss is FedRoD's with RoD, else each client's cross-entropy.
-func (f *FedTP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
-	if f.RoD {
-		return f.rodPart().Loss(s, m, b, pass)
-	}
-	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
 // State is the hypernetwork's parameters and momentum buffers.

@@ -130,8 +130,8 @@ func TestFedTPResumesExactly(t *testing.T) {
 	if _, err := second.Train(); err != nil {
 		t.Fatal(err)
 	}
-	names, want := whole.strat.(Stateful).State()
-	_, got := second.strat.(Stateful).State()
+	names, want := whole.hooks.server.State()
+	_, got := second.hooks.server.State()
 	if len(names) != 2*len(whole.strat.(*FedTP).Net().Params()) {
 		t.Fatalf("state holds %d tensors", len(names))
 	}

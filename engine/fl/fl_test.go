@@ -159,9 +159,9 @@ func checkStackedEqualsSequential(t *testing.T, st *setup, cfg Config, strat fun
 				compare(t, against, "store "+p.Name, a.store[i], b.store[i])
 			}
 		}
-		if sa, ok := a.strat.(Stateful); ok {
-			names, ta := sa.State()
-			_, tb := b.strat.(Stateful).State()
+		if state := a.hooks.server.State; state != nil {
+			names, ta := state()
+			_, tb := b.hooks.server.State()
 			for i := range ta {
 				compare(t, against, names[i], ta[i], tb[i])
 			}
@@ -250,14 +250,33 @@ func TestBadConfigs(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Rounds: 0, PerRound: 2}, "rounds"},
+		{Config{Rounds: 0, PerRound: 2}, "Config.Rounds: 0"},
 		{Config{Rounds: 1, PerRound: 4}, "3 clients can train"},
-		{Config{Rounds: 1, PerRound: 1, LR: -1}, "train.lr"},
-		{Config{Rounds: 1, PerRound: 1, Momentum: 1}, "momentum"},
+		{Config{Rounds: 1, PerRound: 1, LR: -1}, "Config.LR: -1"},
+		{Config{Rounds: 1, PerRound: 1, Momentum: 1}, "Config.Momentum: 1"},
 	} {
 		c.cfg.Device = cuda.CPU
 		if _, err := New(c.cfg, FedAvg(), st.fed, st.train, st.test, convnet(16, 1, 4, false)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error mentioning %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestCheckNamesTheCallersKeys: Check names a setting as the caller's keys do, and by its
+// field where they give no name.
+func TestCheckNamesTheCallersKeys(t *testing.T) {
+	keys := Keys{LR: "train.lr", Sequential: "train.sequential", Workers: "train.workers"}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Rounds: 1, Epochs: 1, Batch: 1, LR: -1, Protocol: EvalFedTP}, "train.lr: -1"},
+		{Config{Rounds: 1, Epochs: 1, Batch: 1, LR: 1, Protocol: EvalFedTP, Workers: 2, Sequential: true}, "train.workers: 2, but train.sequential trains"},
+		{Config{Rounds: 1, Epochs: 1, Batch: 1, LR: 1, Protocol: EvalFedTP, Stack: -1}, "Config.Stack: -1"},
+		{Config{Rounds: 1, Epochs: 1, Batch: 1, LR: 1, Protocol: "x"}, "Config.Protocol"},
+	} {
+		if err := c.cfg.Check(keys); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error starting %q", c.cfg, err, c.want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // strategy that predicts through a model of its own (Predictor: Ditto, APFL, pFedMe) is
 // refused: its Forward is not what it predicts with.
 func (r *Run) Inspect(ids []int, samples [][]int, fn func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error) error {
-	if r.hooks.predict != nil {
+	if r.hooks.eval.Predict != nil {
 		return fmt.Errorf("fl: %s predicts through a model of its own; it cannot be inspected", r.strat.Name())
 	}
 	if r.fed.Test == nil {

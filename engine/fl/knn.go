@@ -90,8 +90,8 @@ func checkKNN(k KNN, m model.Model) error {
 	if k.K < 0 || k.Weight < 0 || k.Weight > 1 {
 		return fmt.Errorf("knn: k %d must be >= 0 and weight %g in [0, 1]", k.K, k.Weight)
 	}
-	if _, ok := m.(model.Headed); !ok {
-		return fmt.Errorf("knn: model %s does not expose the features its head reads", m.Name())
+	if _, err := model.HeadedOf(m); err != nil {
+		return fmt.Errorf("knn: %w", err)
 	}
 	return nil
 }

@@ -23,5 +23,5 @@ func LocalSampled() Strategy { return localStrategy{sampled: true} }
 func (localStrategy) Name() string                 { return "local" }
 func (localStrategy) Personal(p *model.Param) bool { return true }
 
-// EveryClient is true unless only the sampled clients train.
-func (s localStrategy) EveryClient() bool { return !s.sampled }
+// PrepareHooks make every client train every round unless only the sampled clients train.
+func (s localStrategy) PrepareHooks() PrepareHooks { return PrepareHooks{EveryClient: !s.sampled} }

@@ -16,8 +16,8 @@ type failAt struct {
 	round, step int
 }
 
-func (f failAt) Optimizer(phase int, run SGDConfig) Optimizer {
-	return &failingSGD{Optimizer: NewSGD(run), at: f}
+func (f failAt) TrainHooks() TrainHooks {
+	return TrainHooks{Optimizer: func(_ int, run SGDConfig) Optimizer { return &failingSGD{Optimizer: NewSGD(run), at: f} }}
 }
 
 // failingSGD counts rounds by Reset (called at the start of every round) and steps by Step.

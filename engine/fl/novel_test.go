@@ -7,7 +7,6 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
-	"pfl/engine/hyper"
 	"pfl/engine/model"
 )
 
@@ -163,8 +162,8 @@ func stateTensors(r *Run) []*cuda.Tensor {
 			ts = append(ts, r.store[i])
 		}
 	}
-	if sf, ok := r.strat.(Stateful); ok {
-		_, more := sf.State()
+	if state := r.hooks.server.State; state != nil {
+		_, more := state()
 		ts = append(ts, more...)
 	}
 	return ts
@@ -192,11 +191,8 @@ func TestTuneGeneratorIsGradientDescent(t *testing.T) {
 	}
 }
 
-// generator is a tunable strategy with a hypernetwork.
-type generator interface {
-	tunable
-	Net() *hyper.Net
-}
+// generator is a strategy whose hypernetwork generates parameters.
+type generator = GenerateStage
 
 // testTuneGenerator is one case of TestTuneGeneratorIsGradientDescent.
 func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode string) {
@@ -206,9 +202,10 @@ func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, _ := f.TuneParams(mode)
-	z, bias := f.Net().Params()[0], f.Net().Params()[2] // embeddings; the first trunk layer's bias
-	e := int(f.Net().Cfg.Embed)
+	gh := f.GenerateHooks()
+	params, _ := gh.Tune(mode)
+	z, bias := gh.Net().Params()[0], gh.Net().Params()[2] // embeddings; the first trunk layer's bias
+	e := int(gh.Net().Cfg.Embed)
 	probes := []struct {
 		t  *cuda.Tensor
 		at int
@@ -229,7 +226,7 @@ func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode stri
 		want[i] = v0 - 0.1*(up-down)/(2*h)
 	}
 	epochs := []EvalResult{newEvalResult(6), newEvalResult(6)}
-	if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, f, params, single, []int{c}, 1, epochs); err != nil {
+	if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, params, single, []int{c}, 1, epochs); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range probes {
@@ -241,14 +238,14 @@ func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode stri
 
 // novelTrainLoss is client c's mean training cross-entropy with its generated weights,
 // all its training samples in one batch.
-func novelTrainLoss(t *testing.T, r *Run, f Generative, m model.Model, c int) float64 {
+func novelTrainLoss(t *testing.T, r *Run, f GenerateStage, m model.Model, c int) float64 {
 	t.Helper()
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
 	rows := cuda.FromSlice(s, cuda.CPU, []int64{int64(c)})
 	r.load(s, m, []int{c})
-	r.loadGenerated(s, m, f.Generate(s, rows))
+	r.loadGenerated(s, m, f.GenerateHooks().Generate(s, rows))
 	plan, err := data.NewPlan([]int{c}, [][]int{r.fed.Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: len(r.fed.Part.Train[c]), Round: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +256,7 @@ func novelTrainLoss(t *testing.T, r *Run, f Generative, m model.Model, c int) fl
 	}
 	defer dp.Close()
 	b := r.train.Batch(s, dp, 0)
-	v, err := maskedMean(s, m.Forward(s, r.input(s, b.X), &model.Pass{}), b.Y, b.Mask).Float64s()
+	v, err := MeanCrossEntropy(s, m.Forward(s, r.input(s, b.X), &model.Pass{}), b.Y, b.Mask).Float64s()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (c PerFedAvgSettings) config() PerFedAvgConfig {
 // the Hessian-vector product ∇²f(w; D″)·g being the gradient of ⟨∇f(w; D″), g⟩ with g held
 // constant (a second backward pass through the first, cuda.GradOptions.CreateGraph). A
 // client is evaluated after one adaptation step: one step of plain SGD at α on one batch of
-// its training data, not kept (FineTuner).
+// its training data, not kept (EvalHooks.FineTune).
 //
 // Deviations and choices, against the paper and FedPerfix's code (system/flcore/clients/
 // clientperavg.py, which implements FO):
@@ -88,15 +88,24 @@ func (*PerFedAvg) Name() string { return "perfedavg" }
 // Personal is false: everything is averaged, as in FedAvg.
 func (*PerFedAvg) Personal(*model.Param) bool { return false }
 
-// Batches is two (FO: D and D′) or three (HF: and D″) (Stepper).
-func (p *PerFedAvg) Batches() int {
+// TrainHooks take Per-FedAvg's steps (Step) on two batches (FO: D and D′) or three (HF:
+// and D″), the meta step at β and the adaptation before evaluation at α (Optimizer).
+// Passes is 1 for the first-order variant (each batch of a step is used once, forward and
+// backward) and 4/3 for the Hessian-free one (its third batch's Hessian-vector product is a
+// double backward, counted as two passes, over three batches).
+func (p *PerFedAvg) TrainHooks() TrainHooks {
 	if p.HF {
-		return 3
+		return TrainHooks{Step: p.Step, Batches: 3, Optimizer: p.Optimizer, Passes: 4.0 / 3}
 	}
-	return 2
+	return TrainHooks{Step: p.Step, Batches: 2, Optimizer: p.Optimizer, Passes: 1}
 }
 
-// Step makes one Per-FedAvg step on the parameters (Stepper).
+// EvalHooks evaluate a client after one adaptation step on one training batch.
+func (*PerFedAvg) EvalHooks() EvalHooks {
+	return EvalHooks{FineTune: &Phase{Epochs: 1, Steps: 1, Train: AllParams}}
+}
+
+// Step makes one Per-FedAvg step on the parameters.
 func (p *PerFedAvg) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	w := in.Params
 	grad := func(i int, create bool) (*cuda.Tensor, []*cuda.Tensor) {
@@ -105,7 +114,7 @@ func (p *PerFedAvg) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 		if s.Err() != nil {
 			return l, nil
 		}
-		return l, zeroMissing(s, g, w)
+		return l, ZeroMissing(s, g, w)
 	}
 	loss, g := grad(0, false)
 	if g == nil {
@@ -117,7 +126,7 @@ func (p *PerFedAvg) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	for i, t := range w {
 		saved[i] = s.Clone(t)
 	}
-	s.ForeachAddcmul(w, g, perParam(s, w, in.Active, 1, 0), -p.Alpha)
+	s.ForeachAddcmul(w, g, PerClient(s, w, in.Active), -p.Alpha)
 	s.SetGradEnabled(true)
 	_, meta := grad(1, false) // ∇f(temp; D′)
 	s.SetGradEnabled(false)
@@ -144,7 +153,7 @@ func (p *PerFedAvg) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 		if s.Err() != nil {
 			return loss
 		}
-		hv = zeroMissing(s, hv, w)
+		hv = ZeroMissing(s, hv, w)
 		s.SetGradEnabled(false)
 		for i := range meta {
 			meta[i] = s.AddScaled(meta[i], hv[i], -p.Alpha)
@@ -156,23 +165,10 @@ func (p *PerFedAvg) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 }
 
 // Optimizer is the run's local optimizer at learning rate β for the meta step, and plain
-// SGD at α for the adaptation step before evaluation (LocalOptimizer).
+// SGD at α for the adaptation step before evaluation.
 func (p *PerFedAvg) Optimizer(phase int, c SGDConfig) Optimizer {
 	if phase == FineTunePhase {
 		return NewSGD(SGDConfig{LR: p.Alpha})
 	}
 	return NewSGD(SGDConfig{LR: p.Beta, Momentum: c.Momentum, WeightDecay: c.WeightDecay})
-}
-
-// FineTune is one adaptation step on one training batch (FineTuner).
-func (*PerFedAvg) FineTune() Phase { return Phase{Epochs: 1, Steps: 1, Train: allParams} }
-
-// Passes is 1 for the first-order variant (each batch of a step is used once, forward and
-// backward) and 4/3 for the Hessian-free one (its third batch's Hessian-vector product is a
-// double backward, counted as two passes, over three batches).
-func (p *PerFedAvg) Passes() float64 {
-	if p.HF {
-		return 4.0 / 3
-	}
-	return 1
 }

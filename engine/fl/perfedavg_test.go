@@ -11,7 +11,7 @@ import (
 
 // meanCELoss is the run's default loss, for steps called directly.
 func meanCELoss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
-	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
+	return MeanCrossEntropy(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
 // TestPerFedAvgMetaGradient: with β = 1 and a fresh optimizer one step moves w by −∇F,
@@ -48,7 +48,8 @@ func TestPerFedAvgMetaGradient(t *testing.T) {
 			}
 			opt := NewSGD(SGDConfig{LR: 1})
 			defer opt.Close()
-			p.Step(s, StepInput{Model: m, Batches: batches[:p.Batches()], Passes: []*model.Pass{pass, pass, pass}[:p.Batches()],
+			per := p.TrainHooks().Batches
+			p.Step(s, StepInput{Model: m, Batches: batches[:per], Passes: []*model.Pass{pass, pass, pass}[:per],
 				Params: w, Opt: opt, Active: cuda.FromSlice(s, cuda.CPU, []float32{1, 1}), Loss: meanCELoss})
 			if err := s.Err(); err != nil {
 				t.Fatal(err)
@@ -111,7 +112,7 @@ func TestPerFedAvgMetaGradient(t *testing.T) {
 				}
 				s.SetGradEnabled(false)
 				defer s.SetGradEnabled(true)
-				return values(t, maskedMean(s, m.Forward(s, d2.X, &model.Pass{Override: over}), d2.Y, d2.Mask))
+				return values(t, MeanCrossEntropy(s, m.Forward(s, d2.X, &model.Pass{Override: over}), d2.Y, d2.Mask))
 			}
 			diff := func(h float64) []float64 {
 				up, down := F(h), F(-h)
@@ -136,14 +137,14 @@ func TestPerFedAvgMetaGradient(t *testing.T) {
 	}
 }
 
-// countingStep is a Stepper that trains nothing and reports, per client, the real samples
+// countingStep is a strategy whose Step hook that trains nothing and reports, per client, the real samples
 // of the batches it was handed (zero for an inactive client).
 type countingStep struct{ n int }
 
 func (countingStep) Name() string               { return "counting" }
 func (countingStep) Personal(*model.Param) bool { return false }
-func (c countingStep) Batches() int             { return c.n }
-func (c countingStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+func (c countingStep) TrainHooks() TrainHooks   { return TrainHooks{Step: c.step, Batches: c.n} }
+func (c countingStep) step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	var sum *cuda.Tensor
 	for _, b := range in.Batches {
 		n := s.Sum(b.Mask, false, 1)
@@ -156,11 +157,11 @@ func (c countingStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	return s.Mul(sum, in.Active)
 }
 
-// TestStepperTakesEveryBatchOnce: a Stepper of n batches a step is handed every real
+// TestStepHookTakesEveryBatchOnce: a Step hook of n batches a step is handed every real
 // sample of the clients' epochs once, in ⌈steps/n⌉ steps per client; with train.drop_last,
 // floor(m/(n·B)) full steps an epoch (PyTorch's drop_last=True with batch n·B: PFLlib's
 // Per-FedAvg loader), every one of n·B real samples.
-func TestStepperTakesEveryBatchOnce(t *testing.T) {
+func TestStepHookTakesEveryBatchOnce(t *testing.T) {
 	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
 	for _, n := range []int{1, 2, 3} {
 		for _, drop := range []bool{false, true} {

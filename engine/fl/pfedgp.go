@@ -36,7 +36,7 @@ import (
 // σ²* = k** − k*ᵀ(K + Ω_d⁻¹)⁻¹k*, and P(left | x*) = (1/D)·Σ_d ∫σ(f)N(f; μ*, σ²*)df by
 // 20-point Gauss–Hermite quadrature.
 //
-// Training (Objective): each local step, each client's batch is embedded, and the loss is
+// Training (TrainHooks.Loss): each local step, each client's batch is embedded, and the loss is
 // the sum over the tree's inner nodes of the predictive loss (the official default,
 // --objective predictive_likelihood): the node's samples of each branch are split at
 // random, PredictRatio of them held out, the GP is conditioned on the rest through D
@@ -46,7 +46,7 @@ import (
 // marginal likelihood per sample, −(1/(nD))·Σ_d log N(Ω_d⁻¹κ; 0, K + Ω_d⁻¹) plus the
 // ω terms (Fisher's identity makes its expected gradient the marginal likelihood's).
 //
-// Evaluation (Conditioner, Predictor): each client embeds all its training samples, builds
+// Evaluation (EvalHooks.Embed, Condition and Predict): each client embeds all its training samples, builds
 // its tree from their class means, samples every node's posterior (EvalDraws chains of
 // EvalSteps sweeps), and predicts every test sample with the path products above; its
 // logits are log(P(c | x) + 1e-12), 0 probability for a class it has no training sample of.
@@ -169,7 +169,25 @@ func (*PFedGP) Name() string { return "pfedgp" }
 // Personal is false: the network is shared; the GPs are rebuilt from the client's data.
 func (*PFedGP) Personal(*model.Param) bool { return false }
 
-// ClientWeights are the server's weights of the round's clients (Weighter): uniform, as
+// PrepareHooks make the model's head the embedding (Shape) and read the run's classes and
+// seed (Bind).
+func (p *PFedGP) PrepareHooks() PrepareHooks { return PrepareHooks{Shape: p.Shape, Bind: p.Bind} }
+
+// TrainHooks train on the GP loss (Loss), computed on the host (HostStep), with clipped
+// gradients (Optimizer).
+func (p *PFedGP) TrainHooks() TrainHooks {
+	return TrainHooks{Loss: p.Loss, Optimizer: p.Optimizer, HostStep: true}
+}
+
+// ServerHooks weigh the round's clients uniformly unless Uniform is false (Weights).
+func (p *PFedGP) ServerHooks() ServerHooks { return ServerHooks{Weights: p.ClientWeights} }
+
+// EvalHooks predict with each client's GP classifier, fitted to its training samples.
+func (p *PFedGP) EvalHooks() EvalHooks {
+	return EvalHooks{Embed: p.Embed, Condition: p.Condition, Predict: p.Predict}
+}
+
+// ClientWeights are the server's weights of the round's clients: uniform, as
 // the official trainers' mean over --num-client-agg clients, unless Uniform is false
 // (then m_k/M).
 func (p *PFedGP) ClientWeights(sizes []int) []float64 {
@@ -184,7 +202,7 @@ func (p *PFedGP) ClientWeights(sizes []int) []float64 {
 }
 
 // Optimizer is the run's SGD after clipping each client's gradient norm at Clip when set
-// (LocalOptimizer), as the official trainers clip before every step.
+// as the official trainers clip before every step.
 func (p *PFedGP) Optimizer(_ int, c SGDConfig) Optimizer {
 	if p.Clip > 0 {
 		return &normClipped{max: p.Clip, Optimizer: NewSGD(c)}
@@ -199,9 +217,6 @@ func (p *PFedGP) scaled(s *cuda.Scope, loss *cuda.Tensor) *cuda.Tensor {
 	}
 	return s.MulScalar(loss, p.LossScaler)
 }
-
-// HostStep is true: the loss waits for the host's GPs.
-func (*PFedGP) HostStep() bool { return true }
 
 // Shape makes the model's head the embedding layer: EmbedDim outputs instead of the
 // classes.
@@ -250,37 +265,32 @@ func (p *PFedGP) deviceKernel(s *cuda.Scope, z *cuda.Tensor) *cuda.Tensor {
 	return s.MulScalar(s.Exp(s.DivScalar(s.AddScalar(dot, -1), p.LengthScale*p.LengthScale)), p.OutputScale)
 }
 
-// Loss is each client's GP loss on its batch (Objective): see the type's comment.
+// Loss is each client's GP loss on its batch: see the type's comment.
 func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
 	z := m.Forward(s, b.X, pass) // [K, B, E]
 	if s.Err() != nil {
 		return nil
 	}
 	p.fitted.drop() // an evaluation's classifiers are done with once training goes on
+	hb := hostBatch(s, z, b, pass, "pfedgp")
+	if hb == nil {
+		return nil
+	}
 	k, bs := int(z.Size(0)), int(z.Size(1))
-	seeds := clientSeeds(s, pass, z, "pfedgp")
-	if seeds == nil {
-		return nil
-	}
-	feat, labels, pos, err := hostRows(z, b.Y, b.Mask)
-	if err != nil {
-		s.Fail(err)
-		return nil
-	}
 	cfg := p.gpConfig(false)
 	losses := make([]float64, k)
 	g := make([]float64, k*bs*bs)
-	err = gp.ForEach(k, func(r int) error {
-		if len(feat[r]) == 0 {
+	err := gp.ForEach(k, func(r int) error {
+		if len(hb.feat[r]) == 0 {
 			return nil
 		}
-		l, gr, err := gp.Loss(cfg, p.h, feat[r], labels[r], rng.New(rng.Key{Seed: seeds[r], Purpose: "pfedgp/step", Round: -1, Client: -1}))
+		l, gr, err := gp.Loss(cfg, p.h, hb.feat[r], hb.labels[r], rng.New(rng.Key{Seed: hb.seeds[r], Purpose: "pfedgp/step", Round: -1, Client: -1}))
 		if err != nil {
 			return fmt.Errorf("client %d: %w", b.Clients[r], err)
 		}
 		losses[r] = l
-		for i, a := range pos[r] {
-			for j, c := range pos[r] {
+		for i, a := range hb.pos[r] {
+			for j, c := range hb.pos[r] {
 				g[(r*bs+a)*bs+c] = gr.At(i, j)
 			}
 		}
@@ -290,20 +300,27 @@ func (p *PFedGP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *
 		s.Fail(fmt.Errorf("fl: pfedgp: %w", err))
 		return nil
 	}
-	dt, dev := z.DType(), z.Device()
-	gt := s.To(cuda.FromSlice(s, dev, g, int64(k), int64(bs), int64(bs)), dt)
-	sur := s.Sum(s.Mul(gt, p.deviceKernel(s, z)), false, 1, 2) // [K]
+	return p.surrogate(s, z, g, bs, losses)
+}
+
+// surrogate is the clients' (scaled) losses [K] with the host's gradient: their values
+// losses plus Σ_ij G_ij K_ij − stopgrad(Σ_ij G_ij K_ij), K [K, n, n] the kernel the device
+// computes from rows [K, n, E] and G the host's ∂L/∂K, g [K, n, n]; its gradient with
+// respect to the rows is exactly Σ_ij G_ij ∂K_ij/∂rows.
+func (p *PFedGP) surrogate(s *cuda.Scope, rows *cuda.Tensor, g []float64, n int, losses []float64) *cuda.Tensor {
+	dt, dev := rows.DType(), rows.Device()
+	gt := s.To(cuda.FromSlice(s, dev, g, rows.Size(0), int64(n), int64(n)), dt)
+	sur := s.Sum(s.Mul(gt, p.deviceKernel(s, rows)), false, 1, 2) // [K]
 	value := s.To(cuda.FromSlice(s, dev, losses), dt)
 	return p.scaled(s, s.Add(value, s.Sub(sur, s.Detach(sur))))
 }
 
-// Embed is the model's output, the embedding (Conditioner).
+// Embed is the model's output, the embedding.
 func (p *PFedGP) Embed(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
 	return m.Forward(s, x, &model.Pass{})
 }
 
-// Condition fits each row's GP classifier to its client's embedded training samples
-// (Conditioner). Rows of the same client (a chunk's padding) share one fit.
+// Condition fits each row's GP classifier to its client's embedded training samples. Rows of the same client (a chunk's padding) share one fit.
 func (p *PFedGP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embedded) error {
 	feat, labels, _, err := hostRows(train.Feat, train.Y, train.Mask)
 	if err != nil {
@@ -317,7 +334,7 @@ func (p *PFedGP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embedd
 	return err
 }
 
-// Predict is each row's GP prediction on x [K, B, ...] (Predictor): log(P(c | x) + 1e-12)
+// Predict is each row's GP prediction on x [K, B, ...]: log(P(c | x) + 1e-12)
 // [K, B, classes].
 func (p *PFedGP) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
 	z := p.Embed(s, m, x)

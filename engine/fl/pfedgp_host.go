@@ -44,6 +44,30 @@ func (f *fittedGPs) drop() {
 	f.rows = nil
 }
 
+// gpBatch is a training batch as the host's GPs read it: each row's real samples'
+// features, labels and positions in the batch (hostRows), and each client's seed
+// (clientSeeds).
+type gpBatch struct {
+	seeds       []uint64
+	feat        [][][]float64
+	labels, pos [][]int
+}
+
+// hostBatch draws the step's clients' seeds and copies the batch's embeddings z [K, B, E]
+// to the host; nil, with s failed, on an error.
+func hostBatch(s *cuda.Scope, z *cuda.Tensor, b Batch, pass *model.Pass, name string) *gpBatch {
+	seeds := clientSeeds(s, pass, z, name)
+	if seeds == nil {
+		return nil
+	}
+	feat, labels, pos, err := hostRows(z, b.Y, b.Mask)
+	if err != nil {
+		s.Fail(err)
+		return nil
+	}
+	return &gpBatch{seeds: seeds, feat: feat, labels: labels, pos: pos}
+}
+
 // hostRows copies z [K, B, D], labels y and mask [K, B] to the host: each row's real
 // samples' features and labels, and their positions in the batch.
 func hostRows(z, y, mask *cuda.Tensor) (feat [][][]float64, labels [][]int, pos [][]int, err error) {

@@ -62,10 +62,29 @@ import (
 //     with lr, momentum 0.9 and weight decay over both).
 type PFedGPIP struct {
 	PFedGP
-	nClasses int // the dataset's classes (setClasses), X̄'s first dimension
 }
 
-func (p *PFedGPIP) setClasses(n int) { p.nClasses = n }
+// PrepareHooks are PFedGP's, with the inducing inputs joined beside every model the run
+// builds (Wrap) and the predictive objective checked (Bind).
+func (p *PFedGPIP) PrepareHooks() PrepareHooks {
+	h := p.PFedGP.PrepareHooks()
+	h.Wrap, h.Bind = p.Wrap, p.Bind
+	return h
+}
+
+// TrainHooks are PFedGP's with the inducing-point loss.
+func (p *PFedGPIP) TrainHooks() TrainHooks {
+	h := p.PFedGP.TrainHooks()
+	h.Loss = p.Loss
+	return h
+}
+
+// EvalHooks are PFedGP's, conditioned on the inducing inputs too.
+func (p *PFedGPIP) EvalHooks() EvalHooks {
+	h := p.PFedGP.EvalHooks()
+	h.Condition = p.Condition
+	return h
+}
 
 // inducingStd is the official initialization's scale, torch.randn(...)·0.01.
 const inducingStd = 0.01
@@ -90,13 +109,14 @@ func (p *PFedGPIP) Bind(env Env) error {
 }
 
 // Wrap joins the inducing inputs X̄ ([K, classes, Inducing, EmbedDim], "inducing.points",
-// role inducing) beside every model the run builds (Wrapper).
-func (p *PFedGPIP) Wrap(m model.Model, _ Builder, gen *cuda.Generator) (model.Model, error) {
-	if p.nClasses < 1 {
+// role inducing, one set per class of w.Classes) beside m.
+func (p *PFedGPIP) Wrap(m model.Model, w Wrapping) (model.Model, error) {
+	if w.Classes < 1 {
 		return nil, fmt.Errorf("pfedgp-ip: the number of classes is unknown (the partition has no labelled training set)")
 	}
+	gen := w.Gen
 	ps := m.Params()
-	pts, err := model.NewFree("points", model.RoleInducing, 0, ps.K, ps.Device, ps.DType, gen, int64(p.nClasses), int64(p.Inducing), p.EmbedDim)
+	pts, err := model.NewFree("points", model.RoleInducing, 0, ps.K, ps.Device, ps.DType, gen, int64(w.Classes), int64(p.Inducing), p.EmbedDim)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +165,17 @@ func hostPoints(s *cuda.Scope, pts *cuda.Tensor) ([][][]float64, error) {
 	return out, nil
 }
 
+// inducingInputs are the host's inducing inputs hp ([C·M] rows) of the classes in labels,
+// M per class, and their labels (inducingRows).
+func inducingInputs(hp [][]float64, labels []int, m int) ([][]float64, []int) {
+	idx, y := inducingRows(labels, m)
+	ind := make([][]float64, len(idx))
+	for i, row := range idx {
+		ind[i] = hp[row]
+	}
+	return ind, y
+}
+
 // inducingRows lists the rows of X̄'s flattened [C·M] of the classes in labels (sorted),
 // and their labels.
 func inducingRows(labels []int, m int) (rows, y []int) {
@@ -166,16 +197,12 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 		return nil
 	}
 	p.fitted.drop()
+	hb := hostBatch(s, z, b, pass, "pfedgp-ip")
+	if hb == nil {
+		return nil
+	}
 	k, bs := int(z.Size(0)), int(z.Size(1))
-	seeds := clientSeeds(s, pass, z, "pfedgp-ip")
-	if seeds == nil {
-		return nil
-	}
-	feat, labels, pos, err := hostRows(z, b.Y, b.Mask)
-	if err != nil {
-		s.Fail(err)
-		return nil
-	}
+	feat, labels, pos := hb.feat, hb.labels, hb.pos
 	hp, err := hostPoints(s, pts)
 	if err != nil {
 		s.Fail(err)
@@ -195,12 +222,8 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 		if len(feat[r]) == 0 {
 			return nil
 		}
-		idx, indY := inducingRows(labels[r], p.Inducing)
-		ind := make([][]float64, len(idx))
-		for i, row := range idx {
-			ind[i] = hp[r][row]
-		}
-		l, gr, err := gp.InducingLoss(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: seeds[r], Purpose: "pfedgp-ip/step", Round: -1, Client: -1}))
+		ind, indY := inducingInputs(hp[r], labels[r], p.Inducing)
+		l, gr, err := gp.InducingLoss(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: hb.seeds[r], Purpose: "pfedgp-ip/step", Round: -1, Client: -1}))
 		if err != nil {
 			return fmt.Errorf("client %d: %w", b.Clients[r], err)
 		}
@@ -224,7 +247,6 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 		s.Fail(fmt.Errorf("fl: pfedgp-ip: %w", err))
 		return nil
 	}
-	dt, dev := z.DType(), z.Device()
 	idx := make([]int64, k*np) // padding rows gather row 0; their gradient entries are zero
 	for r := range rows {
 		for i, row := range rows[r] {
@@ -233,12 +255,9 @@ func (p *PFedGPIP) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass)
 	}
 	e := int64(p.EmbedDim)
 	flat := s.Reshape(pts, int64(k), -1, e)
-	gi := s.Expand(s.Unsqueeze(cuda.FromSlice(s, dev, idx, int64(k), int64(np)), 2), int64(k), int64(np), e)
+	gi := s.Expand(s.Unsqueeze(cuda.FromSlice(s, z.Device(), idx, int64(k), int64(np)), 2), int64(k), int64(np), e)
 	all := s.Cat(1, z, s.Gather(flat, 1, gi)) // [K, B + P, E]
-	gt := s.To(cuda.FromSlice(s, dev, g, int64(k), int64(n), int64(n)), dt)
-	sur := s.Sum(s.Mul(gt, p.deviceKernel(s, all)), false, 1, 2) // [K]
-	value := s.To(cuda.FromSlice(s, dev, losses), dt)
-	return p.scaled(s, s.Add(value, s.Sub(sur, s.Detach(sur))))
+	return p.surrogate(s, all, g, n, losses)
 }
 
 // Condition fits each row's classifier to its client's embedded training samples and the
@@ -258,11 +277,7 @@ func (p *PFedGPIP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embe
 	}
 	cfg := p.gpConfig(true)
 	fitted, err := fitClients(ids, feat, func(r int) (*gp.Classifier, error) {
-		idx, indY := inducingRows(labels[r], p.Inducing)
-		ind := make([][]float64, len(idx))
-		for j, row := range idx {
-			ind[j] = hp[r][row]
-		}
+		ind, indY := inducingInputs(hp[r], labels[r], p.Inducing)
 		return gp.FitInducing(cfg, p.h, feat[r], labels[r], ind, indY, rng.New(rng.Key{Seed: p.seed, Purpose: "pfedgp-ip/eval", Round: -1, Client: ids[r]}))
 	})
 	p.fitted.set(m, fitted)
@@ -270,8 +285,8 @@ func (p *PFedGPIP) Condition(s *cuda.Scope, m model.Model, ids []int, train Embe
 }
 
 var (
-	_ Wrapper     = (*PFedGPIP)(nil)
-	_ Conditioner = (*PFedGPIP)(nil)
-	_ HostStep    = (*PFedGPIP)(nil)
-	_ Shaper      = (*PFedGPIP)(nil)
+	_ PrepareStage = (*PFedGPIP)(nil)
+	_ TrainStage   = (*PFedGPIP)(nil)
+	_ ServerStage  = (*PFedGPIP)(nil)
+	_ EvalStage    = (*PFedGPIP)(nil)
 )

@@ -33,14 +33,13 @@ func TestPFedGPIPLossMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	classes := st.fed.Train.Classes
-	p.setClasses(classes)
 	g, _ := cuda.NewGenerator(7, cuda.CPU)
 	defer g.Close()
 	net, err := model.Build(model.Spec{Preset: "convnet", Image: 16, Channels: 1, Classes: p.EmbedDim}, 2, cuda.CPU, cuda.Float64, g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := p.Wrap(net, nil, g)
+	m, err := p.Wrap(net, Wrapping{Gen: g, Classes: classes})
 	if err != nil {
 		t.Fatal(err)
 	}

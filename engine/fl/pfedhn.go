@@ -139,6 +139,23 @@ func (p *PFedHN) Name() string { return "pfedhn" }
 // Personal is true for buffers (BatchNorm's statistics): everything else is generated.
 func (p *PFedHN) Personal(q *model.Param) bool { return q.Buffer }
 
+// PrepareHooks are FedTP's with pFedHN's Bind.
+func (p *PFedHN) PrepareHooks() PrepareHooks {
+	h := p.FedTP.PrepareHooks()
+	h.Bind = p.Bind
+	return h
+}
+
+// TrainHooks train InnerSteps steps (Phases) with clipped gradients (Optimizer).
+func (p *PFedHN) TrainHooks() TrainHooks { return TrainHooks{Phases: p.Phases, Optimizer: p.Optimizer} }
+
+// GenerateHooks are FedTP's, counted with pFedHN's sizes.
+func (p *PFedHN) GenerateHooks() GenerateHooks {
+	h := p.FedTP.GenerateHooks()
+	h.ParamCount = p.HyperParams
+	return h
+}
+
 // hyperFor is the hypernetwork's configuration for a run of clients clients: the automatic
 // embedding width when none is set.
 func (p *PFedHN) hyperFor(clients int) hyper.Config {
@@ -189,9 +206,9 @@ func (p *PFedHN) Bind(env Env) error {
 // epochs.
 func (p *PFedHN) Phases(epochs int) []Phase {
 	if p.InnerSteps > 0 {
-		return []Phase{{Epochs: max(p.epochs, 1), Steps: p.InnerSteps, Train: allParams}}
+		return []Phase{{Epochs: max(p.epochs, 1), Steps: p.InnerSteps, Train: AllParams}}
 	}
-	return []Phase{{Epochs: epochs, Train: allParams}}
+	return []Phase{{Epochs: epochs, Train: AllParams}}
 }
 
 // Optimizer is the run's SGD, after clipping each client's gradient norm at Clip when set.

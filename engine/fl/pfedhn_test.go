@@ -31,14 +31,7 @@ type recordedPFedHN struct {
 	recording
 }
 
-func (r *recordedPFedHN) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
-	r.generate(rows)
-	return r.PFedHN.Generate(s, rows)
-}
-
-func (r *recordedPFedHN) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
-	r.learn(r.Net(), generated, trained, weights, func() { r.PFedHN.Learn(s, generated, trained, weights) })
-}
+func (r *recordedPFedHN) GenerateHooks() GenerateHooks { return r.wrap(r.PFedHN.GenerateHooks()) }
 
 // TestPFedHNServerUpdateIsTheWeightedJacobianProduct runs one pFedHN round of three
 // clients, K = 3 local steps each, and checks the server's update of every hypernetwork
@@ -132,8 +125,10 @@ func (o countingOptimizer) Step(s *cuda.Scope, params, grads []*cuda.Tensor, act
 	o.Optimizer.Step(s, params, grads, active)
 }
 
-func (c *countedPFedHN) Optimizer(phase int, run SGDConfig) Optimizer {
-	return countingOptimizer{c.PFedHN.Optimizer(phase, run), c}
+func (c *countedPFedHN) TrainHooks() TrainHooks {
+	h := c.PFedHN.TrainHooks()
+	h.Optimizer = func(phase int, run SGDConfig) Optimizer { return countingOptimizer{c.PFedHN.Optimizer(phase, run), c} }
+	return h
 }
 
 // TestPFedHNTakesKSteps: with InnerSteps K every client of a round takes exactly K steps,

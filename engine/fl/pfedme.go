@@ -85,13 +85,13 @@ func (c PFedMeSettings) config() PFedMeConfig {
 //	θ ← θ − personal_lr · (∇f(θ; D) + λ (θ − w))   (K times)
 //
 // and then moves w towards the result, w ← w − η λ (w − θ), η the run's learning rate.
-// The server then mixes the clients' w into the global model (Aggregator),
+// The server then mixes the clients' w into the global model (ServerHooks.Aggregate),
 //
 //	w_global ← (1 − β) w_global + β Σ_k (m_k/M) w_k,
 //
-// and each client predicts with its θ (Predictor). The model is model.Join(w, θ)
+// and each client predicts with its θ (EvalHooks.Predict). The model is model.Join(w, θ)
 // (twin.go): θ is kept by its client for evaluation, and starts every round as a copy of
-// the global model, buffers included (Starter), as FedTP's official code (zhyczy/FedTP,
+// the global model, buffers included (TrainHooks.Start), as FedTP's official code (zhyczy/FedTP,
 // methods/method.py train_net_pfedMe: the personal network loads the global state, then
 // runs K pFedMeOptimizer steps per batch and the local update above) and the authors'
 // code do; it carries over from batch to batch within the round.
@@ -101,7 +101,7 @@ func (c PFedMeSettings) config() PFedMeConfig {
 // `selected`), which FedTP's tables report; the others keep their last θ. With AllClients
 // every client trains every round and the server mixes in a sample of them, the paper's
 // Alg. 1 and its authors' code, so that every client's θ is freshly personalized when it
-// is evaluated (SampledServer).
+// is evaluated (PrepareHooks.EveryClient and ServerSample).
 //
 // Deviations and choices:
 //   - The server weights the clients by their sample counts, as FedTP's code and the
@@ -130,15 +130,30 @@ type PFedMe struct {
 // Name is "pfedme".
 func (*PFedMe) Name() string { return "pfedme" }
 
-// Personal is true for the personal model θ.
-func (p *PFedMe) Personal(q *model.Param) bool { return p.isPersonal(q) }
-
-// Wrap joins the personal model θ beside every model the run builds (Wrapper).
-func (p *PFedMe) Wrap(m model.Model, build Builder, gen *cuda.Generator) (model.Model, error) {
-	return p.join(m, build, gen, "")
+// PrepareHooks join the personal model θ beside every model the run builds (Wrap); with
+// AllClients every client trains every round, and the server update still reads only the
+// configured clients per round (EveryClient, ServerSample).
+func (p *PFedMe) PrepareHooks() PrepareHooks {
+	return PrepareHooks{Wrap: p.wrap, EveryClient: p.AllClients, ServerSample: true}
 }
 
-// Start copies the global model (the prepared w, buffers included) into θ (Starter).
+// TrainHooks start θ at the global model (Start), take pFedMe's steps (Step, one batch
+// each) on f(θ) (Loss) with a plain outer update (Optimizer); each inner step is a forward
+// and backward pass (Passes).
+func (p *PFedMe) TrainHooks() TrainHooks {
+	return TrainHooks{Start: p.Start, Loss: p.Loss, Optimizer: p.Optimizer, Step: p.Step, Batches: 1,
+		Passes: float64(p.InnerSteps)}
+}
+
+// ServerHooks move the global model towards the clients' mean by β.
+func (p *PFedMe) ServerHooks() ServerHooks {
+	return ServerHooks{Aggregate: p.Aggregate, AggregateMean: p.AggregateMean}
+}
+
+// EvalHooks predict with the personal model θ.
+func (p *PFedMe) EvalHooks() EvalHooks { return EvalHooks{Predict: p.predict} }
+
+// Start copies the global model (the prepared w, buffers included) into θ.
 func (p *PFedMe) Start(s *cuda.Scope, m model.Model) {
 	w, theta := part(s, m, 0), part(s, m, 1)
 	if w == nil {
@@ -148,31 +163,21 @@ func (p *PFedMe) Start(s *cuda.Scope, m model.Model) {
 }
 
 // Loss is f(θ), the personal model's mean cross-entropy over the client's real samples
-// (Objective: the inner steps' loss, and what fine-tuning a novel client's θ minimizes).
+// (the inner steps' loss, and what fine-tuning a novel client's θ minimizes).
 func (p *PFedMe) Loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
 	theta := part(s, m, 1)
 	if theta == nil {
 		return nil
 	}
-	return maskedMean(s, theta.Forward(s, b.X, pass), b.Y, b.Mask)
+	return MeanCrossEntropy(s, theta.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
 // Optimizer is a plain SGD at the run's learning rate, without the run's momentum and
-// weight decay (LocalOptimizer): Step moves w with it, w ← w − lr·λ(w − θ), the official
+// weight decay: Step moves w with it, w ← w − lr·λ(w − θ), the official
 // codes' update by hand (see the type's comment).
 func (*PFedMe) Optimizer(_ int, run SGDConfig) Optimizer { return NewSGD(SGDConfig{LR: run.LR}) }
 
-// EveryClient is AllClients (EveryRound): every client trains every round.
-func (p *PFedMe) EveryClient() bool { return p.AllClients }
-
-// ServerSample is true (SampledServer): with AllClients, the server update still reads
-// only the configured clients per round.
-func (*PFedMe) ServerSample() bool { return true }
-
-// Batches is one (Stepper).
-func (*PFedMe) Batches() int { return 1 }
-
-// Step makes the K personal steps on the batch, then the local model's step (Stepper).
+// Step makes the K personal steps on the batch, then the local model's step.
 func (p *PFedMe) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	w, theta := part(s, in.Model, 0), part(s, in.Model, 1)
 	if w == nil {
@@ -192,12 +197,12 @@ func (p *PFedMe) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 			return loss
 		}
 		s.SetGradEnabled(false)
-		g = zeroMissing(s, g, thetaT)
+		g = ZeroMissing(s, g, thetaT)
 		d := make([]*cuda.Tensor, len(g))
 		for i := range g {
 			d[i] = s.AddScaled(g[i], s.Sub(thetaT[i], wT[i]), p.Lambda) // ∇f(θ) + λ(θ − w)
 		}
-		s.ForeachAddcmul(thetaT, d, perParam(s, thetaT, in.Active, 1, 0), -p.PersonalLR)
+		s.ForeachAddcmul(thetaT, d, PerClient(s, thetaT, in.Active), -p.PersonalLR)
 	}
 	s.SetGradEnabled(false)
 	pull := make([]*cuda.Tensor, len(wT))
@@ -209,7 +214,7 @@ func (p *PFedMe) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 }
 
 // Aggregate is w_global ← (1 − β) w_global + β Σ_k weights_k w_k; with β = 1 exactly the
-// FedAvg mean (Aggregator).
+// FedAvg mean.
 func (p *PFedMe) Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weights *cuda.Tensor) error {
 	if p.Beta == 1 || len(global) == 0 {
 		return AverageInto(s, global, trained, weights)
@@ -223,7 +228,7 @@ func (p *PFedMe) Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, weight
 }
 
 // AggregateMean is Aggregate's update from the weighted mean Σ_k weights_k w_k
-// (MeanAggregator: across processes the mean is all-reduced first).
+// (across processes the mean is all-reduced first).
 func (p *PFedMe) AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) error {
 	if p.Beta == 1 {
 		s.ForeachCopy(global, means)
@@ -232,16 +237,3 @@ func (p *PFedMe) AggregateMean(s *cuda.Scope, global, means []*cuda.Tensor) erro
 	}
 	return s.Err()
 }
-
-// Predict is the personal model's forward (Predictor).
-func (p *PFedMe) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
-	theta := part(s, m, 1)
-	if theta == nil {
-		return nil
-	}
-	return theta.Forward(s, x, &model.Pass{})
-}
-
-// Passes is the inner steps: each solves the personal problem one more step on the same
-// batch, a forward and a backward pass each.
-func (p *PFedMe) Passes() float64 { return float64(p.InnerSteps) }

@@ -104,7 +104,7 @@ func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
 		return out
 	}
 	before, global := snapshot(r.evalM), snapshot(r.global)
-	if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, 0, FineTunePhase, f.FineTune(), nil); err != nil {
+	if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, 0, FineTunePhase, *f.EvalHooks().FineTune, nil); err != nil {
 		t.Fatal(err)
 	}
 	roles := map[model.Role]bool{}
@@ -141,11 +141,11 @@ func TestFedBABUFineTuneLength(t *testing.T) {
 		if c.epochs != 1 || c.steps != 1 { // else the defaults
 			EditOwn(&s, func(o *FedBABUConfig) { o.FineTuneEpochs, o.FineTuneSteps = c.epochs, c.steps })
 		}
-		ft, ok := s.Strategy().(FineTuner)
-		if !ok {
+		ph := hooksOf(s.Strategy()).eval.FineTune
+		if ph == nil {
 			t.Fatal("fedbabu does not fine-tune")
 		}
-		if ph := ft.FineTune(); ph.Epochs != c.epochs || ph.Steps != c.steps {
+		if ph.Epochs != c.epochs || ph.Steps != c.steps {
 			t.Errorf("fine_tune_epochs %d, fine_tune_steps %d: phase of %d epochs, %d steps", c.epochs, c.steps, ph.Epochs, ph.Steps)
 		}
 	}

@@ -45,8 +45,8 @@ func TestResourcesFollowRolesAndCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w, ok := c.strat.(Wrapper); ok {
-				if m, err = w.Wrap(m, build, nil); err != nil {
+			if wrap := hooksOf(c.strat).prep.Wrap; wrap != nil {
+				if m, err = wrap(m, Wrapping{Build: build}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -55,7 +55,7 @@ func TestResourcesFollowRolesAndCopies(t *testing.T) {
 			for i, p := range m.Params().List {
 				personal[i] = c.strat.Personal(p)
 			}
-			got := countResources(m, c.strat, personal)
+			got := countResources(m, hooksOf(c.strat).passes(), personal)
 			if got.StoredParams != c.stored || got.PersonalParams != c.personal || got.UpParams != c.stored-c.personal ||
 				got.DownParams != got.UpParams || got.TrainFLOPs != 6*macs*c.passes {
 				t.Fatalf("%+v, want stored %d, personal %d, %g passes of %g MACs", got, c.stored, c.personal, c.passes, macs)

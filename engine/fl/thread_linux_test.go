@@ -12,14 +12,14 @@ import (
 	"pfl/engine/model"
 )
 
-// threadStep is a Stepper that trains nothing, records the OS thread of each of its steps
+// threadStep is a strategy whose Step hook that trains nothing, records the OS thread of each of its steps
 // and yields the processor after it, and reports each client's real samples.
 type threadStep struct{ tids *[]int }
 
 func (threadStep) Name() string               { return "thread" }
 func (threadStep) Personal(*model.Param) bool { return false }
-func (threadStep) Batches() int               { return 2 }
-func (t threadStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+func (t threadStep) TrainHooks() TrainHooks   { return TrainHooks{Step: t.step, Batches: 2} }
+func (t threadStep) step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	*t.tids = append(*t.tids, syscall.Gettid())
 	for range 4 {
 		runtime.Gosched()

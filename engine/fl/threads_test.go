@@ -18,7 +18,7 @@ import (
 	"pfl/engine/model"
 )
 
-// stateStep is a Stepper that computes each step's loss (a forward pass: the convolutions'
+// stateStep is a strategy whose Step hook that computes each step's loss (a forward pass: the convolutions'
 // and linear layers' BLAS calls) and then records what its OS thread computes with.
 type stateStep struct {
 	mu     *sync.Mutex
@@ -27,8 +27,8 @@ type stateStep struct {
 
 func (stateStep) Name() string               { return "state" }
 func (stateStep) Personal(*model.Param) bool { return false }
-func (stateStep) Batches() int               { return 1 }
-func (t stateStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+func (t stateStep) TrainHooks() TrainHooks   { return TrainHooks{Step: t.step, Batches: 1} }
+func (t stateStep) step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 	loss := in.Loss(s, in.Model, in.Batches[0], in.Passes[0])
 	st := cuda.CurrentThreadState()
 	t.mu.Lock()

@@ -57,17 +57,13 @@ type TransFed struct {
 	FedTP
 }
 
-// focalRoles are the parameters of a focal-modulation layer: what TransFed generates by
-// default and Vanilla customized-T keeps local.
-var focalRoles = []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
-
 // transFed is the registry's TransFed: algorithm.generate's roles (default the whole
-// focal-modulation layer, focalRoles) and algorithm.hyper's sizes, with the rank RankAuto
+// focal-modulation layer, model.FocalRoles) and algorithm.hyper's sizes, with the rank RankAuto
 // unless set.
 func transFed(o Options) *TransFed {
 	t := &TransFed{FedTP{Roles: o.Generate, Hyper: o.Hyper}}
 	if len(t.Roles) == 0 {
-		t.Roles = slices.Clone(focalRoles)
+		t.Roles = model.FocalRoles()
 	}
 	switch {
 	case o.Rank != nil:
@@ -80,6 +76,13 @@ func transFed(o Options) *TransFed {
 
 // Name is "transfed".
 func (t *TransFed) Name() string { return "transfed" }
+
+// PrepareHooks are FedTP's with TransFed's Shape and Bind.
+func (t *TransFed) PrepareHooks() PrepareHooks {
+	h := t.FedTP.PrepareHooks()
+	h.Shape, h.Bind = t.Shape, t.Bind
+	return h
+}
 
 // Shape refuses a model that is not a FocalNet before anything is built.
 func (t *TransFed) Shape(s model.Spec) (model.Spec, error) { return s, needFocalNet(t.Name(), s) }
@@ -107,7 +110,7 @@ func needFocalNet(name string, s model.Spec) error {
 // needFocal refuses a model without focal-modulation parameters.
 func needFocal(name string, m model.Model) error {
 	for _, p := range m.Params().List {
-		if slices.Contains(focalRoles, p.Role) {
+		if slices.Contains(model.FocalRoles(), p.Role) {
 			return nil
 		}
 	}
@@ -140,11 +143,15 @@ func focalPresets() string {
 // the split of f alone (what TransFed generates with algorithm.generate [focal_f]) is
 // algorithm partial with local_roles [focal_f].
 func VanillaCustomizedT() Strategy {
-	return focalRoleSet{roleSet{name: "vanilla-c-t", roles: slices.Clone(focalRoles)}}
+	return focalRoleSet{roleSet{name: "vanilla-c-t", roles: model.FocalRoles()}}
 }
 
 // focalRoleSet is a roleSet that needs a FocalNet.
 type focalRoleSet struct{ roleSet }
+
+// PrepareHooks refuse a model that is not a FocalNet (Shape) or has no focal modulation
+// (Bind).
+func (f focalRoleSet) PrepareHooks() PrepareHooks { return PrepareHooks{Shape: f.Shape, Bind: f.Bind} }
 
 // Shape refuses a model that is not a FocalNet before anything is built.
 func (f focalRoleSet) Shape(s model.Spec) (model.Spec, error) { return s, needFocalNet(f.name, s) }

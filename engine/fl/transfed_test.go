@@ -47,13 +47,25 @@ func floatsOf(ts []*cuda.Tensor) [][]float64 {
 // generate notes the rows of a Generate call.
 func (r *recording) generate(rows *cuda.Tensor) { r.last, _ = rows.Int64s() }
 
-// learn records around learn, the strategy's own Learn, on net.
-func (r *recording) learn(net *hyper.Net, generated, trained []*cuda.Tensor, weights *cuda.Tensor, learn func()) {
-	r.rows = r.last // evaluation generates again after the update
-	r.generated, r.trained, r.before = floatsOf(generated), floatsOf(trained), floatsOf(net.Params())
-	r.weights, _ = weights.Float64s()
-	learn()
-	r.after = floatsOf(net.Params())
+// wrap records the Generate calls of h and the server update its LearnSum and LearnApply
+// make on its hypernetwork.
+func (r *recording) wrap(h GenerateHooks) GenerateHooks {
+	generate, sum, apply := h.Generate, h.LearnSum, h.LearnApply
+	h.Generate = func(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
+		r.generate(rows)
+		return generate(s, rows)
+	}
+	h.LearnSum = func(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor {
+		r.rows = r.last // evaluation generates again after the update
+		r.generated, r.trained, r.before = floatsOf(generated), floatsOf(trained), floatsOf(h.Net().Params())
+		r.weights, _ = weights.Float64s()
+		return sum(s, generated, trained, weights)
+	}
+	h.LearnApply = func(s *cuda.Scope, g []*cuda.Tensor) {
+		apply(s, g)
+		r.after = floatsOf(h.Net().Params())
+	}
+	return h
 }
 
 // recordedTransFed is TransFed that records its server update.
@@ -62,14 +74,7 @@ type recordedTransFed struct {
 	recording
 }
 
-func (r *recordedTransFed) Generate(s *cuda.Scope, rows *cuda.Tensor) []*cuda.Tensor {
-	r.generate(rows)
-	return r.TransFed.Generate(s, rows)
-}
-
-func (r *recordedTransFed) Learn(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) {
-	r.learn(r.Net(), generated, trained, weights, func() { r.TransFed.Learn(s, generated, trained, weights) })
-}
+func (r *recordedTransFed) GenerateHooks() GenerateHooks { return r.wrap(r.TransFed.GenerateHooks()) }
 
 // TestTransFedServerUpdateIsTheWeightedJacobianProduct runs one TransFed round on a tiny
 // FocalNet (float64) and checks the server's update of every hypernetwork parameter (φ and
@@ -217,11 +222,10 @@ func TestTransFedDefaults(t *testing.T) {
 // modulation, by preset (Shape, before anything is built) and by the built model (Bind).
 func TestTransFedNeedsAFocalNet(t *testing.T) {
 	for _, s := range []Strategy{transFed(Options{}), transFed(Options{Generate: []model.Role{model.RoleMLP}}), VanillaCustomizedT()} {
-		sh := s.(Shaper)
-		if _, err := sh.Shape(model.Spec{Preset: "focalnet-cifar"}); err != nil {
+		if _, err := Shape(s, model.Spec{Preset: "focalnet-cifar"}); err != nil {
 			t.Errorf("%s on focalnet-cifar: %v", s.Name(), err)
 		}
-		_, err := sh.Shape(model.Spec{Preset: "tiny-vit"})
+		_, err := Shape(s, model.Spec{Preset: "tiny-vit"})
 		if err == nil || !strings.Contains(err.Error(), "FocalNet") || !strings.Contains(err.Error(), "focalnet-cifar") {
 			t.Errorf("%s on tiny-vit: %v", s.Name(), err)
 		}

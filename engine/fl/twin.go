@@ -18,15 +18,19 @@ type twins struct {
 	twinOf   map[*cuda.Tensor]*cuda.Tensor // a personal copy's tensor -> its shared twin's, in the same model
 }
 
-// join builds m's personal copy with build and joins it (and extra, prefixed) beside m.
-func (t *twins) join(m model.Model, build Builder, gen *cuda.Generator, extraPrefix string, extra ...model.Model) (*model.Joined, error) {
+// wrap joins m's personal copy beside it (PrepareHooks.Wrap).
+func (t *twins) wrap(m model.Model, w Wrapping) (model.Model, error) { return t.join(m, w, "") }
+
+// join builds m's personal copy with w.Build and joins it (and extra, prefixed) beside m.
+func (t *twins) join(m model.Model, w Wrapping, extraPrefix string, extra ...model.Model) (*model.Joined, error) {
 	if t.personal == nil {
 		t.personal, t.twinOf = map[*model.Param]bool{}, map[*cuda.Tensor]*cuda.Tensor{}
 	}
-	if build == nil {
+	if w.Build == nil {
 		return nil, fmt.Errorf("no builder for the personal copy")
 	}
-	v, err := build(m.Params().K, gen)
+	gen := w.Gen
+	v, err := w.Build(m.Params().K, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -70,16 +74,25 @@ func (t *twins) join(m model.Model, build Builder, gen *cuda.Generator, extraPre
 	return j, nil
 }
 
-// isPersonal reports whether p belongs to a personal part.
-func (t *twins) isPersonal(p *model.Param) bool { return t.personal[p] }
+// Personal is true for the parameters of the personal part (and any extra part).
+func (t *twins) Personal(p *model.Param) bool { return t.personal[p] }
+
+// predict is the personal part's forward (EvalHooks.Predict).
+func (t *twins) predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
+	v := part(s, m, 1)
+	if v == nil {
+		return nil
+	}
+	return v.Forward(s, x, &model.Pass{})
+}
 
 // part is m's i-th joined part (0: shared, 1: personal, 2...: extra), or nil with the
 // error recorded in s.
 func part(s *cuda.Scope, m model.Model, i int) model.Model {
-	j, ok := m.(*model.Joined)
-	if !ok {
-		s.Fail(fmt.Errorf("fl: model %s has no personal copy", m.Name()))
+	p, err := model.PartOf(m, i)
+	if err != nil {
+		s.Fail(fmt.Errorf("fl: %w", err))
 		return nil
 	}
-	return j.Part(i)
+	return p
 }

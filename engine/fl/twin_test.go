@@ -66,13 +66,13 @@ func sameWithin(t *testing.T, what string, got, want []float64, tol func(i int) 
 func build64(bn bool) Builder { return convnetAs(16, 1, 4, bn, cuda.Float64) }
 
 // wrapped builds a model for k clients with build and wraps it with w.
-func wrapped(t *testing.T, w Wrapper, build Builder, k int, g *cuda.Generator) model.Model {
+func wrapped(t *testing.T, w PrepareStage, build Builder, k int, g *cuda.Generator) model.Model {
 	t.Helper()
 	m, err := build(k, g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := w.Wrap(m, build, g)
+	j, err := w.PrepareHooks().Wrap(m, Wrapping{Build: build, Gen: g})
 	if err != nil {
 		t.Fatal(err)
 	}

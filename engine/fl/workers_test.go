@@ -72,9 +72,9 @@ func TestWorkersBitIdentical(t *testing.T) {
 						sameBits(t, workers, "store", want.store[i:i+1], r.store[i:i+1])
 					}
 				}
-				if s, ok := want.strat.(Stateful); ok {
-					_, a := s.State()
-					_, b := r.strat.(Stateful).State()
+				if state := want.hooks.server.State; state != nil {
+					_, a := state()
+					_, b := r.hooks.server.State()
 					sameBits(t, workers, "server state", a, b)
 				}
 				for i, m := range want.History {
