@@ -22,7 +22,7 @@ type Config struct {
 	WeightDecay float64 // SGD weight decay (FedTP 1e-5)
 	Augment     data.Augment
 	// DropLast drops each epoch's last partial step of local training, as PyTorch's
-	// DataLoader(drop_last=True) whose batch is one step's samples (a Stepper's Batches()
+	// DataLoader(drop_last=True) whose batch is one step's samples (a Step hook's Batches
 	// batches: Per-FedAvg's 2B): PFLlib's clients load their training data so. Default
 	// false: every sample every epoch, the last batch partial (drop_last=False, as the
 	// FedTP code for its transformers, FedPerfix's, pFedHN's and pFedGP's).
@@ -121,8 +121,8 @@ func (c Config) Validate(trainable int) error {
 // left empty is the field's own (Config.LR).
 type Keys struct {
 	Rounds, Epochs, Batch, LR, Momentum, WeightDecay string
-	EvalEvery, EvalChunk, EvalBatch, Protocol         string
-	Sequential, Workers, Stack, Autocast              string
+	EvalEvery, EvalChunk, EvalBatch, Protocol        string
+	Sequential, Workers, Stack, Autocast             string
 }
 
 // named is k with every empty name filled with its field's own.

@@ -36,7 +36,7 @@ func (c KNN) Validate() error {
 }
 
 // buildMemory embeds every training sample of the clients ids with embed (the model in
-// evaluation mode: its features for the KNN, what a Conditioner's Embed returns), in s:
+// evaluation mode: its features for the KNN, what EvalHooks.Embed returns), in s:
 // one pass in order, no augmentation, no noise.
 func (r *Run) buildMemory(s *cuda.Scope, ids []int, embed func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor) (*Embedded, error) {
 	parts := make([][]int, len(ids))

@@ -33,8 +33,9 @@ func newDitto() *ditto {
 func (d *ditto) Name() string                 { return "ditto-shape" }
 func (d *ditto) Personal(p *model.Param) bool { return d.personal[p] }
 func (d *ditto) parts(m model.Model) (w, v model.Model) {
-	j := m.(*model.Joined)
-	return j.Part(0), j.Part(1)
+	w, _ = model.PartOf(m, 0) // every model a run of d uses is joined (wrap)
+	v, _ = model.PartOf(m, 1)
+	return w, v
 }
 
 // PrepareHooks join a personal copy beside every model the run builds.

@@ -188,15 +188,6 @@ func (h HyperSettings) Validate() error {
 	return k.Err()
 }
 
-// checkPartial is partial's check across keys (its registry entry): it keeps local only
-// what it is told to.
-func checkPartial(s Settings, _ Section, _ int) error {
-	if len(s.LocalRoles) == 0 && len(s.LocalBlocks) == 0 {
-		return fmt.Errorf("algorithm.local_roles: empty; algorithm partial keeps local only what local_roles and local_blocks list")
-	}
-	return nil
-}
-
 // localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
 // only local_blocks local).
 func localRoles(names []string) ([]model.Role, error) {

@@ -149,7 +149,7 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts 
 // runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
 // parts[id], loads the plan into a step state (ss, the run's for the phase, or when nil a
 // state of its own for this call) and runs step on each step's stacked batches, assembled
-// on the device: per consecutive batches of the plan a step (a Stepper's count; the plan is
+// on the device: per consecutive batches of the plan a step (a Step hook's count; the plan is
 // padded with idle batches to whole steps, and a client is active in a step while its
 // first batch is real). It returns each client's sum of its per-step mean losses and how
 // many (client, step) pairs they hold; a non-finite loss is an error naming the clients. The

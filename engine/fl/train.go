@@ -146,7 +146,7 @@ func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cud
 	return MeanCrossEntropy(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
-// stepFunc runs one training step on its consecutive batches bs (one, unless a Stepper
+// stepFunc runs one training step on its consecutive batches bs (one, unless a Step hook
 // takes more), each with its pass: it returns the clients' losses [K] and updates whatever
 // it trains. active [K] marks the clients whose epochs are not done.
 type stepFunc func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor
