@@ -3,10 +3,10 @@ package fl
 import (
 	"fmt"
 	"math"
-	"pfl/engine/internal/check"
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 

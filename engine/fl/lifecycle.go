@@ -8,10 +8,10 @@
 // where it differs from FedAvg. The hooks are grouped by the stage of the lifecycle they
 // serve, one interface per stage (strategy.go: PrepareStage, TrainStage, GenerateStage,
 // ServerStage, EvalStage), each returning a table of its hooks whose nil fields take the
-// default, and every hook works on the K clients of a stack at once. New resolves them once
-// per run (hooksOf, below); nothing else in the package asks a strategy what it
-// implements. This is the lifecycle's one description; the README and docs/design.md link
-// here. In call order, by stage:
+// default, and every hook works on the K clients of a stack at once. hooksOf (below) asks
+// each stage once: New once per run, Shape and Measure once before a run; nothing else in
+// the package asks a strategy what it implements. This is the lifecycle's one description;
+// the README and docs/design.md link here. In call order, by stage:
 //
 // Before a run starts (Shape, Measure: open.go), PrepareHooks.Shape may change the model
 // spec the run builds (FedPerfix: prefix adapters in every block) or refuse it (TransFed:
@@ -59,9 +59,9 @@
 // mean of the trained values; a run across processes of an Aggregate without
 // AggregateMean is refused (checkShardable).
 //
-// Accounting (pfl's resource table, resources.go) counts a training sample as one forward
-// and backward pass, or TrainHooks.Passes of them (APFL's two models), and the generator's
-// size as GenerateHooks.ParamCount says.
+// Accounting: pfl's resource table (resources.go) counts a training sample as one forward
+// and backward pass, or TrainHooks.Passes of them (APFL's two models); Measure, the memory
+// a run will hold, counts the generator's parameters as GenerateHooks.ParamCount says.
 //
 // Checkpoints hold the global model, the store of personal rows and ServerHooks.State's
 // tensors; everything random derives from (seed, purpose, round, client), so nothing else

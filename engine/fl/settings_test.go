@@ -1,11 +1,12 @@
 package fl_test
 
 import (
-	"pfl/engine/fl"
-	"pfl/engine/fl/algo"
 	"reflect"
 	"strings"
 	"testing"
+
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 )
 
 // settingKeys are Settings' keys under algorithm., from the mapstructure tags of its

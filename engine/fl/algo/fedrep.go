@@ -2,6 +2,7 @@ package algo
 
 import (
 	"fmt"
+
 	"pfl/engine/fl"
 	"pfl/engine/internal/check"
 	"pfl/engine/model"

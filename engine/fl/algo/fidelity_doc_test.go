@@ -2,18 +2,19 @@ package algo
 
 import (
 	"os"
-	"pfl/engine/fl"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"pfl/engine/fl"
 )
 
 // TestFidelityDocHasASectionPerAlgorithm: docs/fidelity.md has a section ("## `name` — ...")
 // for every algorithm of the registry, saying what it follows, what differs and why, and
 // no section for a name the registry lacks.
 func TestFidelityDocHasASectionPerAlgorithm(t *testing.T) {
-	b, err := os.ReadFile("../../docs/fidelity.md")
+	b, err := os.ReadFile("../../../docs/fidelity.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package algo
 import (
 	"fmt"
 	"math"
-	"pfl/engine/internal/check"
 	"slices"
 
 	"pfl/cuda"
 	"pfl/engine/fl"
 	"pfl/engine/hyper"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
