@@ -8,6 +8,7 @@ import (
 	"pfl/cuda"
 	"pfl/engine/data"
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/hyper"
 	"pfl/engine/model"
 )
@@ -150,11 +151,11 @@ func benchAggregate(b *testing.B, dev cuda.Device) {
 		strat       fl.Strategy
 	}
 	cases := []aggregation{
-		{"tiny-vit", "fedavg", 5, fl.FedAvg()},
-		{"tiny-vit", "fedtp", 5, &fl.FedTP{}},
+		{"tiny-vit", "fedavg", 5, algo.FedAvg()},
+		{"tiny-vit", "fedtp", 5, &algo.FedTP{}},
 	}
 	if dev.IsCUDA() {
-		cases = append(cases, aggregation{"vit-s16", "vanilla-attn", 8, fl.VanillaAttention()})
+		cases = append(cases, aggregation{"vit-s16", "vanilla-attn", 8, algo.VanillaAttention()})
 	}
 	for _, c := range cases {
 		for _, foreach := range []bool{false, true} {
@@ -171,11 +172,14 @@ func benchAggregate(b *testing.B, dev cuda.Device) {
 					b.Fatal(err)
 				}
 				defer m.Close()
-				gen, _ := c.strat.(fl.Generative)
+				var generated func(*model.Param) bool
+				if gen, ok := c.strat.(fl.GenerateStage); ok {
+					generated = gen.GenerateHooks().Generated
+				}
 				var shared []*cuda.Tensor
 				var elems int64
 				for _, p := range m.Params().List {
-					if c.strat.Personal(p) || (gen != nil && gen.Generated(p)) {
+					if c.strat.Personal(p) || (generated != nil && generated(p)) {
 						continue
 					}
 					shared = append(shared, p.T)
@@ -244,7 +248,7 @@ func benchHyper(b *testing.B, dev cuda.Device) {
 				b.Fatal(err)
 			}
 			defer m.Close()
-			f := &fl.FedTP{Hyper: hyper.Config{Hidden: hidden}}
+			f := &algo.FedTP{Hyper: hyper.Config{Hidden: hidden}}
 			fed := &data.Federated{Part: data.Partition{Train: make([][]int, clients)}}
 			if err := f.Bind(fl.Env{Fed: fed, Model: m, Device: dev, DType: cuda.Float32, Seed: 1}); err != nil {
 				b.Fatal(err)
@@ -274,7 +278,7 @@ func benchHyper(b *testing.B, dev cuda.Device) {
 				if mode == "vjp" {
 					net.Gradient(s, gen, delta, w)
 				} else {
-					f.Learn(s, gen, trained, w)
+					f.LearnApply(s, f.LearnSum(s, gen, trained, w))
 				}
 			})
 			c := net.Cfg

@@ -10,6 +10,7 @@ import (
 	"pfl/cuda"
 	"pfl/engine/experiment"
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/model"
 )
 
@@ -49,7 +50,7 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 		}
 		return out
 	}
-	vanillaCT := params("focalnet-cifar", fl.VanillaCustomizedT().Personal)
+	vanillaCT := params("focalnet-cifar", algo.VanillaCustomizedT().Personal)
 	if len(vanillaCT) == 0 {
 		t.Fatal("vanilla-c-t keeps nothing local on focalnet-cifar")
 	}
@@ -65,11 +66,11 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 			strat := a.Strategy()
 			switch a.Name {
 			case "transfed":
-				g := params(cfg.Model.Preset, strat.(fl.Generative).Generated)
+				g := params(cfg.Model.Preset, strat.(fl.GenerateStage).GenerateHooks().Generated)
 				generated[label] = g
 				if a.Generate == nil {
 					paperMembers++
-					if !slices.Equal(g, params(cfg.Model.Preset, fl.VanillaCustomizedT().Personal)) {
+					if !slices.Equal(g, params(cfg.Model.Preset, algo.VanillaCustomizedT().Personal)) {
 						t.Errorf("%s, member %s: transfed generates %v, vanilla-c-t keeps %v local", e.Name(), label, g, vanillaCT)
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 )
 
 // This file is an algorithm added to pfl as every algorithm is: a file (its settings
@@ -33,7 +34,7 @@ func (c toyProxSettings) Validate() error {
 }
 
 // toyProx is FedProx under its own name.
-type toyProx struct{ fl.FedProx }
+type toyProx struct{ algo.FedProx }
 
 // Name is the algorithm's name as configs spell it.
 func (toyProx) Name() string { return "toyprox" }
@@ -43,7 +44,7 @@ func init() {
 		return
 	}
 	err := fl.Register(fl.Algorithm{Name: "toyprox", Summary: "FedProx with μ in a section of its own (a test's algorithm)", Paper: "Li et al., MLSys 2020, Eq. 2",
-		New: func(o fl.Options) fl.Strategy { return toyProx{fl.FedProx{Mu: o.Own.(toyProxSettings).Mu}} }, Own: fl.OwnSection{Key: "toyprox", Default: toyProxSettings{Mu: 0.5}}})
+		New: func(o fl.Options) fl.Strategy { return toyProx{algo.FedProx{Mu: o.Own.(toyProxSettings).Mu}} }, Own: fl.OwnSection{Key: "toyprox", Default: toyProxSettings{Mu: 0.5}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 )
 
 // TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
@@ -22,13 +23,13 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 		set  func(a *AlgorithmConfig)
 		kept []string // tensors the checkpoint must hold
 	}{
-		{"ditto", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *fl.DittoConfig) { o.Lambda = 0.5 }) }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
-		{"apfl", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *fl.APFLConfig) { o.Alpha = 0.4 }) }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
+		{"ditto", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *algo.DittoConfig) { o.Lambda = 0.5 }) }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
+		{"apfl", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *algo.APFLConfig) { o.Alpha = 0.4 }) }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
 		{"perfedavg", func(a *AlgorithmConfig) {
-			fl.EditOwn(a, func(o *fl.PerFedAvgSettings) { *o = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} })
+			fl.EditOwn(a, func(o *algo.PerFedAvgSettings) { *o = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} })
 		}, []string{"global/fc3.weight"}},
 		{"pfedme", func(a *AlgorithmConfig) {
-			fl.EditOwn(a, func(o *fl.PFedMeSettings) {
+			fl.EditOwn(a, func(o *algo.PFedMeSettings) {
 				*o = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9, Clients: "all"}
 			})
 		}, []string{"store/personal.fc3.weight"}},
@@ -73,38 +74,38 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		mutate func(*Config)
 		key    string
 	}{
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.DittoConfig) { o.Lambda = -1 }) }, "algorithm.ditto.lambda"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.FedRepConfig) { o.RepEpochs = 0 }) }, "algorithm.fedrep.rep_epochs"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.DittoConfig) { o.Lambda = -1 }) }, "algorithm.ditto.lambda"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 0 }) }, "algorithm.fedrep.rep_epochs"},
 		{func(c *Config) {
 			c.Algorithm.Name, c.Train.Epochs = "fedrep", 3
-			fl.EditOwn(&c.Algorithm, func(o *fl.FedRepConfig) { o.RepEpochs = 3 })
+			fl.EditOwn(&c.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 3 })
 		}, "algorithm.fedrep.rep_epochs"},
 		{func(c *Config) { c.Algorithm.Name = "fedrep" }, "algorithm.fedrep.rep_epochs"}, // 1 epoch: no head epoch left
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.APFLConfig) { o.Alpha = 1.5 }) }, "algorithm.apfl.alpha"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PerFedAvgSettings) { o.Alpha = -0.1 }) }, "algorithm.perfedavg.alpha"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PerFedAvgSettings) { o.Beta = 0 }) }, "algorithm.perfedavg.beta"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PerFedAvgSettings) { o.Variant = "so" }) }, "algorithm.perfedavg.variant"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedMeSettings) { o.Lambda = 0 }) }, "algorithm.pfedme.lambda"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedMeSettings) { o.InnerSteps = 0 }) }, "algorithm.pfedme.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedMeSettings) { o.PersonalLR = ptr(-1.0) }) }, "algorithm.pfedme.personal_lr"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedMeSettings) { o.Beta = -1 }) }, "algorithm.pfedme.beta"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedMeSettings) { o.Clients = "every" }) }, "algorithm.pfedme.clients"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.EmbedDim = 0 }) }, "algorithm.pfedgp.embed_dim"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.OutputScale = 0 }) }, "algorithm.pfedgp.outputscale"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.LengthScale = -1 }) }, "algorithm.pfedgp.lengthscale"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.GibbsDraws = 0 }) }, "algorithm.pfedgp.gibbs_draws"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.GibbsSteps = -1 }) }, "algorithm.pfedgp.gibbs_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.EvalGibbsDraws = 0 }) }, "algorithm.pfedgp.eval_gibbs_draws"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.EvalGibbsSteps = -2 }) }, "algorithm.pfedgp.eval_gibbs_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.Objective = "elbo" }) }, "algorithm.pfedgp.objective"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.PredictRatio = 1 }) }, "algorithm.pfedgp.predict_ratio"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.Inducing = 0 }) }, "algorithm.pfedgp.inducing"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.LossScaler = 0 }) }, "algorithm.pfedgp.loss_scaler"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.Clip = -1 }) }, "algorithm.pfedgp.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.APFLConfig) { o.Alpha = 1.5 }) }, "algorithm.apfl.alpha"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Alpha = -0.1 }) }, "algorithm.perfedavg.alpha"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Beta = 0 }) }, "algorithm.perfedavg.beta"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Variant = "so" }) }, "algorithm.perfedavg.variant"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Lambda = 0 }) }, "algorithm.pfedme.lambda"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.InnerSteps = 0 }) }, "algorithm.pfedme.inner_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.PersonalLR = ptr(-1.0) }) }, "algorithm.pfedme.personal_lr"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Beta = -1 }) }, "algorithm.pfedme.beta"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Clients = "every" }) }, "algorithm.pfedme.clients"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EmbedDim = 0 }) }, "algorithm.pfedgp.embed_dim"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.OutputScale = 0 }) }, "algorithm.pfedgp.outputscale"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LengthScale = -1 }) }, "algorithm.pfedgp.lengthscale"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsDraws = 0 }) }, "algorithm.pfedgp.gibbs_draws"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsSteps = -1 }) }, "algorithm.pfedgp.gibbs_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsDraws = 0 }) }, "algorithm.pfedgp.eval_gibbs_draws"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsSteps = -2 }) }, "algorithm.pfedgp.eval_gibbs_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "elbo" }) }, "algorithm.pfedgp.objective"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.PredictRatio = 1 }) }, "algorithm.pfedgp.predict_ratio"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Inducing = 0 }) }, "algorithm.pfedgp.inducing"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LossScaler = 0 }) }, "algorithm.pfedgp.loss_scaler"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Clip = -1 }) }, "algorithm.pfedgp.clip"},
 		{func(c *Config) {
 			c.Algorithm.Name = "pfedgp-ip"
-			fl.EditOwn(&c.Algorithm, func(o *fl.PFedGPSettings) { o.Objective = "marginal" })
+			fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "marginal" })
 		}, "algorithm.pfedgp.objective"},
 	} {
 		cfg := DefaultConfig()
@@ -117,17 +118,17 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 	// fedrep's rep_epochs reaches the strategy: 10 epochs, 3 of them the body's
 	cfg := DefaultConfig()
 	cfg.Algorithm.Name, cfg.Train.Epochs = "fedrep", 10
-	fl.EditOwn(&cfg.Algorithm, func(o *fl.FedRepConfig) { o.RepEpochs = 3 })
+	fl.EditOwn(&cfg.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 3 })
 	if err := cfg.Resolved().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if ph := cfg.Algorithm.Strategy().(fl.Phased).Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
+	if ph := cfg.Algorithm.Strategy().(fl.TrainStage).TrainHooks().Phases(cfg.Train.Epochs); len(ph) != 2 || ph[0].Epochs != 7 || ph[1].Epochs != 3 {
 		t.Errorf("fedrep with rep_epochs 3 of 10 epochs: phases %+v, want 7 head epochs, then 3 body epochs", ph)
 	}
 	// pFedMe's personal learning rate follows train.lr unless set
 	cfg = DefaultConfig()
 	cfg.Train.LR = 0.03
-	if lr := fl.Own[fl.PFedMeSettings](cfg.Resolved().Algorithm).PersonalLR; lr == nil || *lr != 0.03 {
+	if lr := fl.Own[algo.PFedMeSettings](cfg.Resolved().Algorithm).PersonalLR; lr == nil || *lr != 0.03 {
 		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)
 	}
 }
@@ -177,7 +178,7 @@ func TestPFedMeClientsChoosesWhoTrains(t *testing.T) {
 	}{{"sampled", 2}, {"all", 4}} {
 		cfg := smallRun(t.TempDir(), "pfedme")
 		cfg.Algorithm.Name = "pfedme"
-		fl.EditOwn(&cfg.Algorithm, func(o *fl.PFedMeSettings) { o.Clients, o.InnerSteps = c.value, 2 })
+		fl.EditOwn(&cfg.Algorithm, func(o *algo.PFedMeSettings) { o.Clients, o.InnerSteps = c.value, 2 })
 		res, err := Run(context.Background(), cfg, nil)
 		if err != nil {
 			t.Fatalf("pfedme.clients %q: %v", c.value, err)

@@ -9,6 +9,7 @@ import (
 
 	"pfl/engine/data"
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 )
 
 // Config is an experiment. Field tags name the YAML (and config.json) keys. DefaultConfig
@@ -195,16 +196,16 @@ type AlgorithmConfig = fl.Settings
 
 // The algorithm sections under the names this package has always given them.
 type (
-	HyperConfig     = fl.HyperSettings     // algorithm.hyper
-	KNNConfig       = fl.KNN               // algorithm.knn
-	FedRepConfig    = fl.FedRepConfig      // algorithm.fedrep
-	FedBABUConfig   = fl.FedBABUConfig     // algorithm.fedbabu
-	DittoConfig     = fl.DittoConfig       // algorithm.ditto
-	APFLConfig      = fl.APFLConfig        // algorithm.apfl
-	PerFedAvgConfig = fl.PerFedAvgSettings // algorithm.perfedavg
-	PFedMeConfig    = fl.PFedMeSettings    // algorithm.pfedme
-	PFedHNConfig    = fl.PFedHNConfig      // algorithm.pfedhn
-	PFedGPConfig    = fl.PFedGPSettings    // algorithm.pfedgp
+	HyperConfig     = fl.HyperSettings       // algorithm.hyper
+	KNNConfig       = fl.KNN                 // algorithm.knn
+	FedRepConfig    = algo.FedRepConfig      // algorithm.fedrep
+	FedBABUConfig   = algo.FedBABUConfig     // algorithm.fedbabu
+	DittoConfig     = algo.DittoConfig       // algorithm.ditto
+	APFLConfig      = algo.APFLConfig        // algorithm.apfl
+	PerFedAvgConfig = algo.PerFedAvgSettings // algorithm.perfedavg
+	PFedMeConfig    = algo.PFedMeSettings    // algorithm.pfedme
+	PFedHNConfig    = algo.PFedHNConfig      // algorithm.pfedhn
+	PFedGPConfig    = algo.PFedGPSettings    // algorithm.pfedgp
 )
 
 // TrainConfig is the round loop.

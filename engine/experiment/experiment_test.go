@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"strings"
 	"testing"
 
@@ -389,7 +390,7 @@ func pfedgpRunsTwoRounds(t *testing.T, alg string) {
 		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
 		Algorithm: AlgorithmConfig{Name: alg},
 		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
-	fl.EditOwn(&cfg.Algorithm, func(o *fl.PFedGPSettings) {
+	fl.EditOwn(&cfg.Algorithm, func(o *algo.PFedGPSettings) {
 		o.GibbsDraws, o.GibbsSteps, o.EvalGibbsDraws, o.EvalGibbsSteps, o.Inducing = 4, 2, 5, 2, 3
 	})
 	res, err := Run(context.Background(), cfg, nil)
@@ -407,13 +408,13 @@ func pfedgpRunsTwoRounds(t *testing.T, alg string) {
 	}
 	var rc Config
 	b, _ = os.ReadFile(filepath.Join(res.Dir, "config.json"))
-	if err := json.Unmarshal(b, &rc); err != nil || fl.Own[fl.PFedGPSettings](rc.Algorithm).EmbedDim != 84 || fl.Own[fl.PFedGPSettings](rc.Algorithm).Objective != "predictive" {
-		t.Fatalf("config.json's pfedgp keys %+v, %v", fl.Own[fl.PFedGPSettings](rc.Algorithm), err)
+	if err := json.Unmarshal(b, &rc); err != nil || fl.Own[algo.PFedGPSettings](rc.Algorithm).EmbedDim != 84 || fl.Own[algo.PFedGPSettings](rc.Algorithm).Objective != "predictive" {
+		t.Fatalf("config.json's pfedgp keys %+v, %v", fl.Own[algo.PFedGPSettings](rc.Algorithm), err)
 	}
 	if ck, _ := os.ReadFile(filepath.Join(res.Dir, "checkpoint.safetensors")); (alg == "pfedgp-ip") != strings.Contains(string(ck), "inducing.points") {
 		t.Errorf("%s: checkpoint holds inducing.points: %v", alg, !(alg == "pfedgp-ip"))
 	}
-	fl.EditOwn(&cfg.Algorithm, func(o *fl.PFedGPSettings) { o.Objective = "elbo" })
+	fl.EditOwn(&cfg.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "elbo" })
 	if err := cfg.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedgp.objective") {
 		t.Fatalf("objective elbo: %v", err)
 	}

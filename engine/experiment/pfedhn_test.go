@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/hyper"
 )
 
@@ -76,11 +77,11 @@ func TestPFedHNSuite(t *testing.T) {
 				t.Errorf("%s: the checkpoint lacks %s", name, head)
 			}
 		}
-		if name == "pfedhn" && (fl.Own[fl.PFedHNConfig](resolved.Algorithm).InnerSteps != 50 || fl.Own[fl.PFedHNConfig](resolved.Algorithm).Clip != 50) {
-			t.Errorf("pfedhn's config.json: %+v", fl.Own[fl.PFedHNConfig](resolved.Algorithm))
+		if name == "pfedhn" && (fl.Own[algo.PFedHNConfig](resolved.Algorithm).InnerSteps != 50 || fl.Own[algo.PFedHNConfig](resolved.Algorithm).Clip != 50) {
+			t.Errorf("pfedhn's config.json: %+v", fl.Own[algo.PFedHNConfig](resolved.Algorithm))
 		}
-		if name == "pfedhn-fedtp" && (fl.Own[fl.PFedHNConfig](resolved.Algorithm).InnerSteps != 0 || *resolved.Algorithm.Hyper.Hidden != 24) {
-			t.Errorf("pfedhn-fedtp's config.json: %+v, %+v", fl.Own[fl.PFedHNConfig](resolved.Algorithm), resolved.Algorithm.Hyper)
+		if name == "pfedhn-fedtp" && (fl.Own[algo.PFedHNConfig](resolved.Algorithm).InnerSteps != 0 || *resolved.Algorithm.Hyper.Hidden != 24) {
+			t.Errorf("pfedhn-fedtp's config.json: %+v, %+v", fl.Own[algo.PFedHNConfig](resolved.Algorithm), resolved.Algorithm.Hyper)
 		}
 	}
 }
@@ -99,19 +100,19 @@ func TestPFedHNConfig(t *testing.T) {
 		}
 		return c.Algorithm.Strategy()
 	}
-	p := strat(func(*AlgorithmConfig) {}).(*fl.PFedHN)
+	p := strat(func(*AlgorithmConfig) {}).(*algo.PFedHN)
 	if p.Hyper.Hidden != 100 || p.Hyper.Embed != 0 || p.Hyper.Layers != 4 || p.Hyper.Rank != hyper.RankAuto ||
 		p.InnerSteps != 50 || p.Clip != 50 || p.Hyper.Clip != 50 || p.Hyper.Momentum != 0.9 || p.Hyper.WeightDecay != 1e-3 || p.Hyper.LR != 0.01 || !p.All {
 		t.Errorf("pfedhn by default: %+v, %+v", p.Hyper, p.PFedHNConfig)
 	}
 	p = strat(func(a *AlgorithmConfig) {
 		a.Hyper.Embed, a.Hyper.Hidden, a.Hyper.Rank = ptr(int64(128)), ptr(int64(150)), ptr(int64(0))
-		fl.EditOwn(a, func(o *fl.PFedHNConfig) { *o = PFedHNConfig{} })
-	}).(*fl.PFedHN)
+		fl.EditOwn(a, func(o *algo.PFedHNConfig) { *o = PFedHNConfig{} })
+	}).(*algo.PFedHN)
 	if p.Hyper.Hidden != 150 || p.Hyper.Embed != 128 || p.Hyper.Rank != 0 || p.InnerSteps != 0 || p.Clip != 0 || p.Hyper.Clip != 0 {
 		t.Errorf("pfedhn as FedTP's baseline: %+v, %+v", p.Hyper, p.PFedHNConfig)
 	}
-	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*fl.FedTP)
+	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*algo.FedTP)
 	if fedtp.Hyper.Embed != 0 || fedtp.Hyper.Hidden != 0 || fedtp.Hyper.Clip != 0 || fedtp.All {
 		t.Errorf("fedtp by default: %+v (zero sizes: engine/hyper's 128 and 150)", fedtp.Hyper)
 	}
@@ -119,9 +120,9 @@ func TestPFedHNConfig(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.Clip = -1 }) }, "algorithm.pfedhn.clip"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.Clip = math.NaN() }) }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = -1 }) }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = math.NaN() }) }, "algorithm.pfedhn.clip"},
 		{func(c *Config) { c.Algorithm.Hyper.Embed = ptr(int64(0)) }, "algorithm.hyper.embed"},
 		{func(c *Config) { c.Algorithm.Hyper.Hidden = ptr(int64(-3)) }, "algorithm.hyper.hidden"},
 		{func(c *Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},

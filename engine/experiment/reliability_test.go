@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/safetensors"
 	"pfl/internal/testenv"
 )
@@ -29,11 +30,11 @@ func TestExplicitZerosAreHonoured(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Algorithm.Name = "fedprox"
-	if p, ok := cfg.Algorithm.Strategy().(fl.FedProx); !ok || p.Mu != 0 {
+	if p, ok := cfg.Algorithm.Strategy().(algo.FedProx); !ok || p.Mu != 0 {
 		t.Fatalf("fedprox with mu 0 became %+v", p)
 	}
 	cfg.Algorithm.Name = "fedtp"
-	if f := cfg.Algorithm.Strategy().(*fl.FedTP); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
+	if f := cfg.Algorithm.Strategy().(*algo.FedTP); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
 		t.Fatalf("hypernetwork momentum and weight decay 0 became %g and %g (want none: negative)", f.Hyper.Momentum, f.Hyper.WeightDecay)
 	}
 	zero := DefaultConfig()
@@ -83,8 +84,8 @@ func TestValidateRefusesEveryBadValue(t *testing.T) {
 		{func(c *Config) { c.Algorithm.Mu = -1 }, "algorithm.mu"},
 		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
 		{func(c *Config) { c.Algorithm.Hyper.Hidden = new(int64) }, "algorithm.hyper.hidden"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *fl.PFedHNConfig) { o.Clip = nan }) }, "algorithm.pfedhn.clip"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
+		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = nan }) }, "algorithm.pfedhn.clip"},
 		{func(c *Config) { c.Algorithm.Name, c.Algorithm.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
 		{func(c *Config) { c.Name = "../x" }, "name"},
 		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/hyper"
 	"pfl/engine/model"
 )
@@ -74,19 +75,19 @@ func TestTransFedConfig(t *testing.T) {
 		return c.Algorithm.Strategy()
 	}
 	focal := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
-	tf := strat(func(*AlgorithmConfig) {}).(*fl.TransFed)
+	tf := strat(func(*AlgorithmConfig) {}).(*algo.TransFed)
 	if !slices.Equal(tf.Roles, focal) || tf.Hyper.Rank != hyper.RankAuto {
 		t.Errorf("transfed by default: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"focal_f"}, ptr(int64(0)) }).(*fl.TransFed)
+	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"focal_f"}, ptr(int64(0)) }).(*algo.TransFed)
 	if want := []model.Role{model.RoleFocalF}; !slices.Equal(tf.Roles, want) || tf.Hyper.Rank != 0 {
 		t.Errorf("transfed with generate [focal_f], rank 0: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"attn_qkv"}, ptr(int64(16)) }).(*fl.TransFed)
+	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"attn_qkv"}, ptr(int64(16)) }).(*algo.TransFed)
 	if !slices.Equal(tf.Roles, []model.Role{model.RoleAttnQKV}) || tf.Hyper.Rank != 16 {
 		t.Errorf("transfed with generate [attn_qkv], rank 16: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*fl.FedTP)
+	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*algo.FedTP)
 	if fedtp.Roles != nil || fedtp.Hyper.Rank != 0 {
 		t.Errorf("fedtp by default: roles %v (nil: attn_qkv), rank %d", fedtp.Roles, fedtp.Hyper.Rank)
 	}

@@ -281,7 +281,7 @@ func (c Config) validateTrain(k *checker) {
 	if err != nil {
 		dev = cuda.CPU
 	}
-	k.Add(c.flConfig(dev).Check())
+	k.Add(c.flConfig(dev).Check(trainKeys))
 	k.Real("train.participation", t.Participation, 0, 1, "(]")
 	if k.Err() == nil && c.Data.Clients >= 1 {
 		if n := int(t.Participation * float64(c.Data.Clients)); n < 1 {
@@ -293,6 +293,12 @@ func (c Config) validateTrain(k *checker) {
 	k.OneOf("train.precision", t.Precision, "fp32", "tf32", "bf16")
 	k.AtLeast("train.checkpoint_every", int64(t.CheckpointEvery), 1)
 }
+
+// trainKeys name the settings fl.Config shares with the train section by their keys.
+var trainKeys = fl.Keys{Rounds: "train.rounds", Epochs: "train.epochs", Batch: "train.batch", LR: "train.lr",
+	Momentum: "train.momentum", WeightDecay: "train.weight_decay", EvalEvery: "train.eval_every",
+	EvalChunk: "train.eval_chunk", EvalBatch: "train.eval_batch", Protocol: "train.eval_protocol",
+	Sequential: "train.sequential", Workers: "train.workers", Stack: "train.stack", Autocast: "train.precision"}
 
 // unsweepable are the keys a sweep may not range over: the run's location and the keys
 // that define the grid itself (seeds take the place of sweeping seed).

@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"math"
@@ -6,6 +6,9 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
@@ -13,15 +16,15 @@ import (
 // autocast: the weights stay float32, the losses differ (the matmuls did run in bf16) but
 // only by bf16 rounding, and evaluation works under autocast.
 func TestBF16AutocastTrainsFloat32Weights(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
 		none := 0.0
-		return model.Build(vitSpec(32, 2, 16, 48, &none), k, cuda.CPU, cuda.Float32, g)
+		return model.Build(fltest.VitSpec(32, 2, 16, 48, &none), k, cuda.CPU, cuda.Float32, g)
 	}
 	losses := map[cuda.DType][]float64{}
 	for _, ac := range []cuda.DType{0, cuda.BFloat16} {
-		cfg := Config{Rounds: 3, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, Autocast: ac}
-		r, err := New(cfg, &FedTP{Hyper: smallHyper()}, st.fed, st.train, st.test, vit)
+		cfg := fl.Config{Rounds: 3, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, Autocast: ac}
+		r, err := fl.New(cfg, &algo.FedTP{Hyper: fltest.SmallHyper()}, st.Fed, st.Train, st.Test, vit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +36,7 @@ func TestBF16AutocastTrainsFloat32Weights(t *testing.T) {
 		for _, m := range h {
 			losses[ac] = append(losses[ac], m.TrainLoss)
 		}
-		for _, p := range r.stacked.Params().List {
+		for _, p := range r.Stacked().Params().List {
 			if p.T.DType() != cuda.Float32 {
 				t.Fatalf("autocast %v: %s is %s, want float32 master weights", ac, p.Name, p.T.DType())
 			}
@@ -88,7 +91,7 @@ func TestBF16AutocastTrainsFloat32Weights(t *testing.T) {
 	if same {
 		t.Error("bf16 autocast gave exactly the float32 losses: it did not run in bf16")
 	}
-	if _, err := New(Config{Rounds: 1, PerRound: 2, Device: cuda.CPU, Autocast: cuda.Int64}, FedAvg(), st.fed, st.train, st.test, vit); err == nil {
+	if _, err := fl.New(fl.Config{Rounds: 1, PerRound: 2, Device: cuda.CPU, Autocast: cuda.Int64}, algo.FedAvg(), st.Fed, st.Train, st.Test, vit); err == nil {
 		t.Error("autocast to int64 accepted")
 	}
 }

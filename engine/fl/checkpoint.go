@@ -10,7 +10,7 @@ import (
 
 // State is what a checkpoint holds besides the history: every tensor of the run's state by
 // name — "global/<param>" (one row), "store/<param>" (all N clients' personal rows) and
-// "strategy/<name>" (a Stateful strategy's server state, e.g. FedTP's hypernetwork and its
+// "strategy/<name>" (ServerHooks.State: the strategy's server state, e.g. FedTP's hypernetwork and its
 // momentum) — copied to the host now. Random generators need no saving: every stream
 // derives from (seed, purpose, round, client), and the clients' optimizer buffers live for
 // one round only.
@@ -45,8 +45,8 @@ func (r *Run) StateOnDemand() []safetensors.Tensor {
 			add("store/"+p.Name, r.store[i])
 		}
 	}
-	if st := r.hooks.state; st != nil {
-		names, ts := st.State()
+	if state := r.hooks.server.State; state != nil {
+		names, ts := state()
 		for i, n := range names {
 			add("strategy/"+n, ts[i])
 		}
@@ -86,8 +86,8 @@ func (r *Run) Restore(f *safetensors.File, history []RoundMetrics) error {
 			}
 		}
 	}
-	if st := r.hooks.state; st != nil {
-		names, ts := st.State()
+	if state := r.hooks.server.State; state != nil {
+		names, ts := state()
 		for i, n := range names {
 			if err := load("strategy/"+n, ts[i]); err != nil {
 				return err

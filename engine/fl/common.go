@@ -21,11 +21,11 @@ func ids64(ids []int) []int64 {
 	return out
 }
 
-// maskedMean is each client's mean loss over its real samples: logits [K, B, C] with
-// labels [K, B], or [K, B, T, C] with a label per position [K, B, T] (text: a sample's
-// loss is the mean over its positions); mask [K, B] -> [K]; an idle client (no real
-// sample) gives 0.
-func maskedMean(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
+// MeanCrossEntropy is each client's mean cross-entropy over its real samples, the default
+// local loss: logits [K, B, C] with labels [K, B], or [K, B, T, C] with a label per
+// position [K, B, T] (text: a sample's loss is the mean over its positions); mask [K, B]
+// -> [K]; an idle client (no real sample) gives 0.
+func MeanCrossEntropy(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
 	k, b, c := logits.Size(0), logits.Size(1), logits.Size(-1)
 	per := s.CrossEntropy(s.Reshape(logits, -1, c), s.Reshape(y, -1), nil, cuda.ReduceNone, 0)
 	if logits.Dim() > 3 {
@@ -36,7 +36,3 @@ func maskedMean(s *cuda.Scope, logits, y, mask *cuda.Tensor) *cuda.Tensor {
 	n := s.Clamp(s.Sum(m, false, 1), 1, math.Inf(1))
 	return s.Div(s.Sum(s.Mul(per, m), false, 1), n)
 }
-
-// classCounter is a Strategy whose model depends on the number of classes; New tells it
-// before it builds any model.
-type classCounter interface{ setClasses(n int) }

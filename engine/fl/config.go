@@ -2,6 +2,7 @@ package fl
 
 import (
 	"fmt"
+	"reflect"
 
 	"pfl/cuda"
 	"pfl/engine/data"
@@ -21,7 +22,7 @@ type Config struct {
 	WeightDecay float64 // SGD weight decay (FedTP 1e-5)
 	Augment     data.Augment
 	// DropLast drops each epoch's last partial step of local training, as PyTorch's
-	// DataLoader(drop_last=True) whose batch is one step's samples (a Stepper's Batches()
+	// DataLoader(drop_last=True) whose batch is one step's samples (a Step hook's Batches
 	// batches: Per-FedAvg's 2B): PFLlib's clients load their training data so. Default
 	// false: every sample every epoch, the last batch partial (drop_last=False, as the
 	// FedTP code for its transformers, FedPerfix's, pFedHN's and pFedGP's).
@@ -102,52 +103,73 @@ func (c *Config) defaults() {
 	defaults.Set(&c.Protocol, d.Protocol)
 }
 
-// Validate reports a configuration that cannot run: Check after the defaults, and the
-// clients per round against the trainable clients.
+// Validate reports a configuration that cannot run: Check after the defaults (naming the
+// fields, Config.LR), and the clients per round against the trainable clients.
 func (c Config) Validate(trainable int) error {
 	c.defaults()
-	if err := c.Check(); err != nil {
+	if err := c.Check(Keys{}); err != nil {
 		return err
 	}
 	if c.PerRound < 1 || c.PerRound > trainable {
-		return fmt.Errorf("fl: %d clients per round, but %d clients can train (train.participation × data.clients must be in [1, clients])", c.PerRound, trainable)
+		return fmt.Errorf("fl: %d clients per round (Config.PerRound), but %d clients can train: want 1 to %d", c.PerRound, trainable, trainable)
 	}
 	return nil
 }
 
+// Keys are the names a caller's config gives Config's settings (engine/experiment's
+// train.lr, train.precision, …), so that Check's errors name what the user wrote; a name
+// left empty is the field's own (Config.LR).
+type Keys struct {
+	Rounds, Epochs, Batch, LR, Momentum, WeightDecay string
+	EvalEvery, EvalChunk, EvalBatch, Protocol        string
+	Sequential, Workers, Stack, Autocast             string
+}
+
+// named is k with every empty name filled with its field's own.
+func (k Keys) named() Keys {
+	v := reflect.ValueOf(&k).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).String() == "" {
+			v.Field(i).SetString("Config." + v.Type().Field(i).Name)
+		}
+	}
+	return k
+}
+
 // Check is the one validation of the settings Config shares with a config's train section,
-// naming each by its config key (train.epochs, …), on the values as given: zero, where it
-// means a default here (Epochs, Batch, LR, Protocol), is refused, since a config states
-// its value (engine/experiment checks a config with it before anything runs). EvalChunk
-// and EvalBatch 0 mean "follow PerRound and Batch" in both.
-func (c Config) Check() error {
+// naming each setting as keys does, on the values as given: zero, where it means a default
+// here (Epochs, Batch, LR, Protocol), is refused, since a config states its value
+// (engine/experiment checks a config with it before anything runs). EvalChunk and
+// EvalBatch 0 mean "follow PerRound and Batch" in both.
+func (c Config) Check(keys Keys) error {
+	n := keys.named()
 	k := &check.Checker{}
-	k.AtLeast("train.rounds", int64(c.Rounds), 1)
-	k.AtLeast("train.epochs", int64(c.Epochs), 1)
-	k.AtLeast("train.batch", int64(c.Batch), 1)
-	k.Real("train.lr", c.LR, 0, check.Inf, "(]")
-	k.Real("train.momentum", c.Momentum, 0, 1, "[)")
-	k.Real("train.weight_decay", c.WeightDecay, 0, check.Inf, "[]")
-	k.AtLeast("train.eval_every", int64(c.EvalEvery), 0)
-	k.AtLeast("train.eval_chunk", int64(c.EvalChunk), 0)
-	k.AtLeast("train.eval_batch", int64(c.EvalBatch), 0)
-	k.AtLeast("train.workers", int64(c.Workers), 0)
+	k.AtLeast(n.Rounds, int64(c.Rounds), 1)
+	k.AtLeast(n.Epochs, int64(c.Epochs), 1)
+	k.AtLeast(n.Batch, int64(c.Batch), 1)
+	k.Real(n.LR, c.LR, 0, check.Inf, "(]")
+	k.Real(n.Momentum, c.Momentum, 0, 1, "[)")
+	k.Real(n.WeightDecay, c.WeightDecay, 0, check.Inf, "[]")
+	k.AtLeast(n.EvalEvery, int64(c.EvalEvery), 0)
+	k.AtLeast(n.EvalChunk, int64(c.EvalChunk), 0)
+	k.AtLeast(n.EvalBatch, int64(c.EvalBatch), 0)
+	k.AtLeast(n.Workers, int64(c.Workers), 0)
 	if c.Workers > 1 && c.Sequential {
-		k.Fail("train.workers", "%d, but train.sequential trains one client at a time; set one of them", c.Workers)
+		k.Fail(n.Workers, "%d, but %s trains one client at a time; set one of them", c.Workers, n.Sequential)
 	}
 	if c.Device.IsCUDA() && c.Workers > 1 {
-		k.Fail("train.workers", "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", c.Workers, c.Device)
+		k.Fail(n.Workers, "%d on %s: client groups on threads are for the CPU, where one stacked model leaves cores idle; leave it 0 or set 1", c.Workers, c.Device)
 	}
-	k.AtLeast("train.stack", int64(c.Stack), 0)
+	k.AtLeast(n.Stack, int64(c.Stack), 0)
 	if c.Stack > 0 && c.Sequential {
-		k.Fail("train.stack", "%d, but train.sequential trains one client at a time; set one of them", c.Stack)
+		k.Fail(n.Stack, "%d, but %s trains one client at a time; set one of them", c.Stack, n.Sequential)
 	}
 	if c.Device.IsCUDA() && c.Stack > 0 {
-		k.Fail("train.stack", "%d on %s: client groups are for the CPU; on CUDA all the round's clients train as one stack (leave it 0)", c.Stack, c.Device)
+		k.Fail(n.Stack, "%d on %s: client groups are for the CPU; on CUDA all the round's clients train as one stack (leave it 0)", c.Stack, c.Device)
 	}
-	k.OneOf("train.eval_protocol", string(c.Protocol), string(EvalFedTP), string(EvalFedPerfix))
+	k.OneOf(n.Protocol, string(c.Protocol), string(EvalFedTP), string(EvalFedPerfix))
 	if c.Autocast != 0 && c.Autocast != cuda.Float32 && c.Autocast != cuda.BFloat16 && c.Autocast != cuda.Float16 {
-		k.Fail("train.precision", "autocast to %s; want bfloat16, float16 or off", c.Autocast)
+		k.Fail(n.Autocast, "autocast to %s; want bfloat16, float16 or off", c.Autocast)
 	}
 	return k.Err()
 }

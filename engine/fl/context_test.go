@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
@@ -14,7 +17,7 @@ import (
 // construction before the next model, with the context's error, freeing every model built
 // so far; with client groups the groups' models are checked too.
 func TestNewStopsBetweenModels(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
 	for _, after := range []int{1, 3, 4} { // the global model; the evaluation chunk; a group's
 		live := cuda.LiveTensors()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -24,9 +27,9 @@ func TestNewStopsBetweenModels(t *testing.T) {
 			if builds == after {
 				cancel() // a signal while this model is built
 			}
-			return model.Build(vitSpec(16, 2, 8, 32, nil), k, cuda.CPU, cuda.Float32, g)
+			return model.Build(fltest.VitSpec(16, 2, 8, 32, nil), k, cuda.CPU, cuda.Float32, g)
 		}
-		r, err := NewContext(ctx, Config{Rounds: 1, PerRound: 3, Batch: 8, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, FedAvg(), st.fed, st.train, st.test, build)
+		r, err := fl.NewContext(ctx, fl.Config{Rounds: 1, PerRound: 3, Batch: 8, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, algo.FedAvg(), st.Fed, st.Train, st.Test, build)
 		if !errors.Is(err, context.Canceled) || r != nil {
 			t.Fatalf("cancelled in build %d: run %v, error %v; want context.Canceled", after, r, err)
 		}

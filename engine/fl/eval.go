@@ -155,11 +155,11 @@ func (r *Run) evalChunk(m model.Model, ids []int) (evalCounts, error) {
 	return r.fineTuneAndEval(s, m, ids)
 }
 
-// fineTuneAndEval fine-tunes the evaluation model m's rows (FineTuner; the change is not
+// fineTuneAndEval fine-tunes the evaluation model m's rows (EvalHooks.FineTune; the change is not
 // kept: m's rows are reloaded before their next use) and evaluates them.
 func (r *Run) fineTuneAndEval(s *cuda.Scope, m model.Model, ids []int) (evalCounts, error) {
-	if ft := r.hooks.fineTune; ft != nil {
-		if _, _, err := r.trainPhase(s, m, ids, r.fed.Part.Train, len(r.History), FineTunePhase, ft.FineTune(), nil); err != nil {
+	if ft := r.hooks.eval.FineTune; ft != nil {
+		if _, _, err := r.trainPhase(s, m, ids, r.fed.Part.Train, len(r.History), FineTunePhase, *ft, nil); err != nil {
 			return evalCounts{}, err
 		}
 	}
@@ -194,25 +194,9 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 	}
 	defer dp.Close()
 	s.SetGradEnabled(false)
-	var knn KNN
-	var mem *Embedded
-	if mz := r.hooks.memory; mz != nil {
-		knn = mz.Memory()
-		h := m.(model.Headed)
-		if mem, err = r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
-			return h.Features(s, x, &model.Pass{})
-		}); err != nil {
-			return evalCounts{}, err
-		}
-	}
-	if c := r.hooks.condition; c != nil {
-		train, err := r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor { return c.Embed(s, m, x) })
-		if err != nil {
-			return evalCounts{}, err
-		}
-		if err := c.Condition(s, m, ids, *train); err != nil {
-			return evalCounts{}, fmt.Errorf("fl: %s: conditioning on the training samples of clients %v: %w", r.strat.Name(), ids, err)
-		}
+	predict, err := r.predictor(s, m, ids)
+	if err != nil {
+		return evalCounts{}, err
 	}
 	k := int64(len(ids))
 	hits := s.Zeros(cuda.Float64, r.cfg.Device, k)
@@ -226,16 +210,7 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 		st.SetGradEnabled(false)
 		b := r.test.Batch(st, dp, step)
 		r.autocast(st)
-		var logits *cuda.Tensor
-		if mem != nil {
-			h := m.(model.Headed)
-			f := h.Features(st, r.input(st, b.X), &model.Pass{})
-			logits = knnLogits(st, knn, mem, f, h.Head(st, f, &model.Pass{}))
-		} else if pr := r.hooks.predict; pr != nil {
-			logits = pr.Predict(st, m, r.input(st, b.X))
-		} else {
-			logits = m.Forward(st, r.input(st, b.X), &model.Pass{})
-		}
+		logits := predict(st, r.input(st, b.X))
 		if r.cfg.Autocast != 0 {
 			st.SetAutocast(cuda.Float32)
 			logits = st.To(logits, cuda.Float32)
@@ -267,6 +242,42 @@ func (r *Run) evalModel(s *cuda.Scope, m model.Model, ids []int) (evalCounts, er
 		}
 	}
 	return e, nil
+}
+
+// predictor is how the clients ids predict from their inputs with m's rows (grad
+// disabled): the KNN vote over their embedded training samples, the strategy's
+// EvalHooks.Predict after Condition has seen those samples, or the model's forward.
+func (r *Run) predictor(s *cuda.Scope, m model.Model, ids []int) (func(st *cuda.Scope, x *cuda.Tensor) *cuda.Tensor, error) {
+	if knn := r.hooks.knn(); knn != nil {
+		h, err := model.HeadedOf(m)
+		if err != nil {
+			return nil, err
+		}
+		mem, err := r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
+			return h.Features(s, x, &model.Pass{})
+		})
+		if err != nil {
+			return nil, err
+		}
+		return func(st *cuda.Scope, x *cuda.Tensor) *cuda.Tensor {
+			f := h.Features(st, x, &model.Pass{})
+			return knnLogits(st, *knn, mem, f, h.Head(st, f, &model.Pass{}))
+		}, nil
+	}
+	if condition := r.hooks.eval.Condition; condition != nil {
+		embed := r.hooks.eval.Embed
+		train, err := r.buildMemory(s, ids, func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor { return embed(s, m, x) })
+		if err != nil {
+			return nil, err
+		}
+		if err := condition(s, m, ids, *train); err != nil {
+			return nil, fmt.Errorf("fl: %s: conditioning on the training samples of clients %v: %w", r.strat.Name(), ids, err)
+		}
+	}
+	if predict := r.hooks.eval.Predict; predict != nil {
+		return func(st *cuda.Scope, x *cuda.Tensor) *cuda.Tensor { return predict(st, m, x) }, nil
+	}
+	return func(st *cuda.Scope, x *cuda.Tensor) *cuda.Tensor { return m.Forward(st, x, &model.Pass{}) }, nil
 }
 
 // evalCounts is, per client of a chunk, the correct predictions, the predictions made

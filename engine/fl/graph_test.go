@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"math"
@@ -6,6 +6,9 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 	"pfl/internal/testenv"
 )
@@ -13,10 +16,10 @@ import (
 // TestGraphsAreIgnoredOnTheCPU: Graphs on the CPU runs the same eager steps (equal
 // losses) and captures nothing.
 func TestGraphsAreIgnoredOnTheCPU(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
 	var losses [2][]float64
 	for i, graphs := range []bool{false, true} {
-		r, err := New(Config{Rounds: 2, PerRound: 2, Batch: 16, Seed: 1, Device: cuda.CPU, Graphs: graphs}, FedPer(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+		r, err := fl.New(fl.Config{Rounds: 2, PerRound: 2, Batch: 16, Seed: 1, Device: cuda.CPU, Graphs: graphs}, algo.FedPer(), st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,32 +50,32 @@ func TestGraphsAreIgnoredOnTheCPU(t *testing.T) {
 // device memory and live handles constant from the third round (the first evaluated) on.
 func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 	dev := testenv.RequireCUDA(t)
-	st := newSetupOn(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3, NoiseMax: 0.2}, dev)
+	st := fltest.NewSetupOn(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3, NoiseMax: 0.2}, dev)
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
-		return model.Build(vitSpec(32, 2, 16, 48, nil), k, dev, cuda.Float32, g)
+		return model.Build(fltest.VitSpec(32, 2, 16, 48, nil), k, dev, cuda.Float32, g)
 	}
 	cases := []struct {
 		name     string
-		strat    func() Strategy
+		strat    func() fl.Strategy
 		captures int
 	}{
-		{"fedtp", func() Strategy { return &FedTP{Hyper: smallHyper()} }, 1},
+		{"fedtp", func() fl.Strategy { return &algo.FedTP{Hyper: fltest.SmallHyper()} }, 1},
 		// K steps cut from several epochs, and the per-client clipping inside the captured step
-		{"pfedhn", func() Strategy {
-			return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 5, Clip: 1}})
+		{"pfedhn", func() fl.Strategy {
+			return fltest.Strategy(t, "pfedhn", fl.Options{Hyper: fltest.SmallHyper(), Own: algo.PFedHNConfig{InnerSteps: 5, Clip: 1}})
 		}, 1},
-		{"fedrep", func() Strategy { return FedRep{FedRepConfig{RepEpochs: 1}} }, 2},
+		{"fedrep", func() fl.Strategy { return algo.FedRep{FedRepConfig: algo.FedRepConfig{RepEpochs: 1}} }, 2},
 		// the evaluation's fine-tuning is a phase too: captured inside Round, eager outside
-		{"fedbabu", func() Strategy { return FedBABU{FedBABUConfig{FineTuneEpochs: 1}} }, 2},
+		{"fedbabu", func() fl.Strategy { return algo.FedBABU{FedBABUConfig: algo.FedBABUConfig{FineTuneEpochs: 1}} }, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			const rounds = 6
-			runs := map[bool]*Run{}
+			runs := map[bool]*fl.Run{}
 			for _, graphs := range []bool{false, true} {
-				cfg := Config{Rounds: rounds, PerRound: 3, Epochs: 2, Batch: 8, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4,
+				cfg := fl.Config{Rounds: rounds, PerRound: 3, Epochs: 2, Batch: 8, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4,
 					Augment: data.Augment{Pad: 2, Flip: true}, EvalEvery: 3, Seed: 7, Device: dev, Graphs: graphs}
-				r, err := New(cfg, c.strat(), st.fed, st.train, st.test, vit)
+				r, err := fl.New(cfg, c.strat(), st.Fed, st.Train, st.Test, vit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,10 +109,10 @@ func TestCUDAGraphRoundsEqualEager(t *testing.T) {
 					t.Errorf("round %d: loss %.7g eager, %.7g replayed", i, la, lb)
 				}
 			}
-			for i, p := range a.global.Params().List {
-				closeTensors(t, "global "+p.Name, p.T, b.global.Params().List[i].T, 1e-4)
-				if a.store[i] != nil {
-					closeTensors(t, "store "+p.Name, a.store[i], b.store[i], 1e-4)
+			for i, p := range a.Global().Params().List {
+				closeTensors(t, "global "+p.Name, p.T, b.Global().Params().List[i].T, 1e-4)
+				if a.Store()[i] != nil {
+					closeTensors(t, "store "+p.Name, a.Store()[i], b.Store()[i], 1e-4)
 				}
 			}
 			ea, eb := a.History[rounds-1].Eval, b.History[rounds-1].Eval

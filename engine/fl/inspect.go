@@ -18,10 +18,10 @@ import (
 // without test-time noise. For each chunk fn gets, in a scope freed when it returns and
 // with gradients off, the model, its input [K, B, C, H, W] normalized as in evaluation,
 // and the chunk's clients (rows past valid repeat the last client to fill the stack). A
-// strategy that predicts through a model of its own (Predictor: Ditto, APFL, pFedMe) is
+// strategy that predicts through a model of its own (EvalHooks.Predict: Ditto, APFL, pFedMe) is
 // refused: its Forward is not what it predicts with.
 func (r *Run) Inspect(ids []int, samples [][]int, fn func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error) error {
-	if r.hooks.predict != nil {
+	if r.hooks.eval.Predict != nil {
 		return fmt.Errorf("fl: %s predicts through a model of its own; it cannot be inspected", r.strat.Name())
 	}
 	if r.fed.Test == nil {

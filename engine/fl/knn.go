@@ -3,10 +3,10 @@ package fl
 import (
 	"fmt"
 	"math"
-	"pfl/engine/internal/check"
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/internal/check"
 	"pfl/engine/model"
 )
 
@@ -36,7 +36,7 @@ func (c KNN) Validate() error {
 }
 
 // buildMemory embeds every training sample of the clients ids with embed (the model in
-// evaluation mode: its features for the KNN, what a Conditioner's Embed returns), in s:
+// evaluation mode: its features for the KNN, what EvalHooks.Embed returns), in s:
 // one pass in order, no augmentation, no noise.
 func (r *Run) buildMemory(s *cuda.Scope, ids []int, embed func(s *cuda.Scope, x *cuda.Tensor) *cuda.Tensor) (*Embedded, error) {
 	parts := make([][]int, len(ids))
@@ -90,8 +90,8 @@ func checkKNN(k KNN, m model.Model) error {
 	if k.K < 0 || k.Weight < 0 || k.Weight > 1 {
 		return fmt.Errorf("knn: k %d must be >= 0 and weight %g in [0, 1]", k.K, k.Weight)
 	}
-	if _, ok := m.(model.Headed); !ok {
-		return fmt.Errorf("knn: model %s does not expose the features its head reads", m.Name())
+	if _, err := model.HeadedOf(m); err != nil {
+		return fmt.Errorf("knn: %w", err)
 	}
 	return nil
 }

@@ -33,13 +33,23 @@ func newDitto() *ditto {
 func (d *ditto) Name() string                 { return "ditto-shape" }
 func (d *ditto) Personal(p *model.Param) bool { return d.personal[p] }
 func (d *ditto) parts(m model.Model) (w, v model.Model) {
-	j := m.(*model.Joined)
-	return j.Part(0), j.Part(1)
+	w, _ = model.PartOf(m, 0) // every model a run of d uses is joined (wrap)
+	v, _ = model.PartOf(m, 1)
+	return w, v
 }
 
-// Wrap joins a personal copy to every model the run builds (Wrapper).
-func (d *ditto) Wrap(m model.Model, build fl.Builder, gen *cuda.Generator) (model.Model, error) {
-	v, err := build(m.Params().K, gen)
+// PrepareHooks join a personal copy beside every model the run builds.
+func (d *ditto) PrepareHooks() fl.PrepareHooks { return fl.PrepareHooks{Wrap: d.wrap} }
+
+// TrainHooks train both models, the personal one pulled towards the global model.
+func (d *ditto) TrainHooks() fl.TrainHooks { return fl.TrainHooks{Loss: d.loss, Penalty: d.penalty} }
+
+// EvalHooks predict with the personal model.
+func (d *ditto) EvalHooks() fl.EvalHooks { return fl.EvalHooks{Predict: d.predict} }
+
+// wrap joins a personal copy to m.
+func (d *ditto) wrap(m model.Model, w fl.Wrapping) (model.Model, error) {
+	v, err := w.Build(m.Params().K, w.Gen)
 	if err != nil {
 		return nil, err
 	}
@@ -50,15 +60,15 @@ func (d *ditto) Wrap(m model.Model, build fl.Builder, gen *cuda.Generator) (mode
 	return model.Join([]string{"", "personal."}, m, v)
 }
 
-// Loss is both models' losses (Objective).
-func (d *ditto) Loss(s *cuda.Scope, m model.Model, b fl.Batch, pass *model.Pass) *cuda.Tensor {
+// loss is both models' losses.
+func (d *ditto) loss(s *cuda.Scope, m model.Model, b fl.Batch, pass *model.Pass) *cuda.Tensor {
 	w, v := d.parts(m)
 	return s.Add(meanCE(s, w.Forward(s, b.X, pass), b), meanCE(s, v.Forward(s, b.X, pass), b))
 }
 
-// Penalty pulls each personal parameter towards its shared twin's global value
-// (Regularizer): params and global list the shared copy first, then the personal copy.
-func (d *ditto) Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tensor {
+// penalty pulls each personal parameter towards its shared twin's global value: params
+// and global list the shared copy first, then the personal copy.
+func (d *ditto) penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tensor {
 	var sum *cuda.Tensor
 	for j := 0; j < d.shared; j++ {
 		diff := s.Sub(params[d.shared+j], global[j])
@@ -72,16 +82,16 @@ func (d *ditto) Penalty(s *cuda.Scope, params, global []*cuda.Tensor) *cuda.Tens
 	return s.MulScalar(sum, d.lambda/2)
 }
 
-// Predict uses the personal model (Predictor).
-func (d *ditto) Predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
+// predict uses the personal model.
+func (d *ditto) predict(s *cuda.Scope, m model.Model, x *cuda.Tensor) *cuda.Tensor {
 	d.predicts++
 	_, v := d.parts(m)
 	return v.Forward(s, x, &model.Pass{})
 }
 
 // serverMomentum has FedAvgM's server (Hsu et al., 2019): the server keeps a momentum of
-// the clients' average update (Aggregator), and clients run plain SGD without momentum
-// whatever the run's setting (LocalOptimizer).
+// the clients' average update (ServerHooks.Aggregate), and clients run plain SGD without
+// momentum whatever the run's setting (TrainHooks.Optimizer).
 type serverMomentum struct {
 	beta float64
 	buf  []*cuda.Tensor
@@ -89,11 +99,13 @@ type serverMomentum struct {
 
 func (*serverMomentum) Name() string               { return "server-momentum" }
 func (*serverMomentum) Personal(*model.Param) bool { return false }
-func (*serverMomentum) Optimizer(_ int, c fl.SGDConfig) fl.Optimizer {
-	return fl.NewSGD(fl.SGDConfig{LR: c.LR})
+func (a *serverMomentum) TrainHooks() fl.TrainHooks {
+	return fl.TrainHooks{Optimizer: func(_ int, c fl.SGDConfig) fl.Optimizer { return fl.NewSGD(fl.SGDConfig{LR: c.LR}) }}
 }
 
-func (a *serverMomentum) Aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, w *cuda.Tensor) error {
+func (a *serverMomentum) ServerHooks() fl.ServerHooks { return fl.ServerHooks{Aggregate: a.aggregate} }
+
+func (a *serverMomentum) aggregate(s *cuda.Scope, global, trained []*cuda.Tensor, w *cuda.Tensor) error {
 	if a.buf == nil {
 		for _, g := range global {
 			b := s.Zeros(g.DType(), g.Device(), g.Shape()...)

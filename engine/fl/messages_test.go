@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"errors"
@@ -7,22 +7,25 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 )
 
 // failAt is FedAvg whose local optimizer fails at one step of one round (both 1-based, as
 // the console counts rounds), the way pFedGP's step fails when its embeddings diverge.
 type failAt struct {
-	Strategy
+	fl.Strategy
 	round, step int
 }
 
-func (f failAt) Optimizer(phase int, run SGDConfig) Optimizer {
-	return &failingSGD{Optimizer: NewSGD(run), at: f}
+func (f failAt) TrainHooks() fl.TrainHooks {
+	return fl.TrainHooks{Optimizer: func(_ int, run fl.SGDConfig) fl.Optimizer { return &failingSGD{Optimizer: fl.NewSGD(run), at: f} }}
 }
 
 // failingSGD counts rounds by Reset (called at the start of every round) and steps by Step.
 type failingSGD struct {
-	Optimizer
+	fl.Optimizer
 	at           failAt
 	round, steps int
 }
@@ -44,9 +47,9 @@ func (o *failingSGD) Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *c
 // TestStepErrorsNumberRoundsFromOne: an error in the second round's second step names
 // round 2 and step 2, as the console's "round 2/3" does, not the 0-based indices.
 func TestStepErrorsNumberRoundsFromOne(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
-	cfg := Config{Rounds: 3, PerRound: 2, Epochs: 2, Batch: 8, LR: 0.01, Seed: 1, Device: cuda.CPU, Workers: 1}
-	r, err := New(cfg, failAt{FedAvg(), 2, 2}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := fl.Config{Rounds: 3, PerRound: 2, Epochs: 2, Batch: 8, LR: 0.01, Seed: 1, Device: cuda.CPU, Workers: 1}
+	r, err := fl.New(cfg, failAt{algo.FedAvg(), 2, 2}, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,13 +62,6 @@ type NovelCurve struct {
 	PerClientLoss [][]float64
 }
 
-// tunable is a generative strategy whose generator can be fine-tuned by gradient: its
-// parameters for a mode, as they are (not copies).
-type tunable interface {
-	Generative
-	TuneParams(mode string) ([]*cuda.Tensor, error)
-}
-
 // FineTuneNovel runs the novel-client study. The run is left as it was: fine-tuned rows
 // live only in the evaluation model, and a fine-tuned hypernetwork is restored after
 // each client.
@@ -114,11 +107,10 @@ func (r *Run) tuneNovel(cfg NovelConfig, novel []int, epochs []EvalResult) (stri
 	if r.hooks.gen == nil {
 		return r.tuneRows(cfg, novel, epochs)
 	}
-	t, ok := r.hooks.gen.(tunable)
-	if !ok {
+	if r.hooks.gen.Tune == nil {
 		return "", fmt.Errorf("fl: novel: %s cannot fine-tune its generator", r.strat.Name())
 	}
-	params, err := t.TuneParams(cfg.Mode)
+	params, err := r.hooks.gen.Tune(cfg.Mode)
 	if err != nil {
 		return "", fmt.Errorf("fl: novel: %w", err)
 	}
@@ -129,7 +121,7 @@ func (r *Run) tuneNovel(cfg NovelConfig, novel []int, epochs []EvalResult) (stri
 	if cfg.Mode == TuneEmbedding {
 		// embeddings are per client, so a chunk of clients tunes together
 		return cfg.Mode, r.chunks(novel, func(ids []int, valid int) error {
-			return r.tuneGenerator(cfg, t, params, r.evalM, ids, valid, epochs)
+			return r.tuneGenerator(cfg, params, r.evalM, ids, valid, epochs)
 		})
 	}
 	single, err := r.singleModel()
@@ -137,7 +129,7 @@ func (r *Run) tuneNovel(cfg NovelConfig, novel []int, epochs []EvalResult) (stri
 		return "", err
 	}
 	for _, c := range novel { // φ is shared: each client tunes its own copy
-		if err := r.tuneGenerator(cfg, t, params, single, []int{c}, 1, epochs); err != nil {
+		if err := r.tuneGenerator(cfg, params, single, []int{c}, 1, epochs); err != nil {
 			return "", err
 		}
 		restore()
@@ -197,7 +189,7 @@ func (r *Run) record(s *cuda.Scope, m model.Model, ids []int, valid int, ev *Eva
 func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (string, error) {
 	tuned, sel := "personal", func(p *model.Param) bool { return r.strat.Personal(p) }
 	if !slices.Contains(r.personal, true) {
-		tuned, sel = "model", allParams
+		tuned, sel = "model", AllParams
 	}
 	var train []*cuda.Tensor
 	for _, p := range r.evalM.Params().List {
@@ -212,7 +204,7 @@ func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (strin
 		if err := r.record(s, r.evalM, ids, valid, &epochs[0]); err != nil {
 			return err
 		}
-		opt := &sgd{lr: cfg.LR}
+		opt := NewSGD(SGDConfig{LR: cfg.LR})
 		defer opt.Close()
 		for e := 1; e <= cfg.Epochs; e++ {
 			_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, 1, nil,
@@ -220,7 +212,7 @@ func (r *Run) tuneRows(cfg NovelConfig, novel []int, epochs []EvalResult) (strin
 					per := r.loss(st, r.evalM, bs[0], passes[0])
 					grads := st.Grad([]*cuda.Tensor{st.Sum(per, false)}, nil, train, cuda.GradOptions{AllowUnused: true})
 					if st.Err() == nil {
-						opt.Step(st, train, zeroMissing(st, grads, train), active)
+						opt.Step(st, train, ZeroMissing(st, grads, train), active)
 					}
 					return per
 				})
@@ -244,7 +236,7 @@ const novelPhase = 2000
 // carries it back to the generator with one vector-Jacobian product (the chain rule, so
 // the step is plain SGD on the loss as a function of the generator). Shared parameters
 // stay as trained.
-func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m model.Model, ids []int, valid int, epochs []EvalResult) error {
+func (r *Run) tuneGenerator(cfg NovelConfig, params []*cuda.Tensor, m model.Model, ids []int, valid int, epochs []EvalResult) error {
 	s := cuda.NewScope()
 	defer s.Close()
 	rows := cuda.FromSlice(s, r.cfg.Device, ids64(ids))
@@ -259,7 +251,7 @@ func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m
 	}
 	evaluate := func(ev *EvalResult) error {
 		s.SetGradEnabled(false)
-		r.loadGenerated(s, m, t.Generate(s, rows))
+		r.loadGenerated(s, m, r.hooks.gen.Generate(s, rows))
 		return r.record(s, m, ids, valid, ev)
 	}
 	r.load(s, m, ids)
@@ -270,12 +262,12 @@ func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m
 		s.SetGradEnabled(true)
 		_, _, err := r.runSteps(s, nil, ids, r.fed.Part.Train, len(r.History), novelPhase+e, 1, 0, 1, nil,
 			func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
-				generated := t.Generate(st, bs[0].Rows)
+				generated := r.hooks.gen.Generate(st, bs[0].Rows)
 				r.loadGenerated(st, m, generated)
 				per := r.loss(st, m, bs[0], passes[0])
 				loss := st.Sum(st.Mul(per, st.To(w, per.DType())), false)
 				dW := st.Grad([]*cuda.Tensor{loss}, nil, genParams, cuda.GradOptions{AllowUnused: true})
-				dPhi := st.Grad(generated, zeroMissing(st, dW, genParams), params, cuda.GradOptions{AllowUnused: true})
+				dPhi := st.Grad(generated, ZeroMissing(st, dW, genParams), params, cuda.GradOptions{AllowUnused: true})
 				if st.Err() == nil {
 					st.SetGradEnabled(false)
 					for i, p := range params {
@@ -297,8 +289,9 @@ func (r *Run) tuneGenerator(cfg NovelConfig, t tunable, params []*cuda.Tensor, m
 	return s.Err()
 }
 
-// zeroMissing replaces the nil gradients of parameters a loss does not reach by zeros.
-func zeroMissing(s *cuda.Scope, grads, params []*cuda.Tensor) []*cuda.Tensor {
+// ZeroMissing replaces the nil gradients of parameters a loss does not reach (what
+// cuda.GradOptions.AllowUnused leaves nil) by zeros, so that an update can step them all.
+func ZeroMissing(s *cuda.Scope, grads, params []*cuda.Tensor) []*cuda.Tensor {
 	for i, g := range grads {
 		if g == nil {
 			grads[i] = s.Zeros(params[i].DType(), params[i].Device(), params[i].Shape()...)

@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"math"
@@ -7,24 +7,20 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
-	"pfl/engine/hyper"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
-// quietViT is smallViT without dropout, so a loss is a plain function of the weights.
-func quietViT(k int, g *cuda.Generator) (model.Model, error) {
-	none := 0.0
-	return model.Build(vitSpec(16, 2, 8, 24, &none), k, cuda.CPU, cuda.Float64, g)
-}
-
 // novelSetup holds 3 of 6 clients out of training.
-func novelSetup(t *testing.T) *setup {
-	return newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, HoldOut: 0.5, Seed: 3})
+func novelSetup(t *testing.T) *fltest.Setup {
+	return fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, HoldOut: 0.5, Seed: 3})
 }
 
-func trainedRun(t *testing.T, st *setup, cfg Config, strat Strategy, build Builder) *Run {
+func trainedRun(t *testing.T, st *fltest.Setup, cfg fl.Config, strat fl.Strategy, build fl.Builder) *fl.Run {
 	t.Helper()
-	r, err := New(cfg, strat, st.fed, st.train, st.test, build)
+	r, err := fl.New(cfg, strat, st.Fed, st.Train, st.Test, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,30 +37,32 @@ func trainedRun(t *testing.T, st *setup, cfg Config, strat Strategy, build Build
 // one client per chunk (the last chunk of two pads a repeated client that must not count).
 func TestFineTuneNovel(t *testing.T) {
 	st := novelSetup(t)
-	if len(st.fed.Part.Novel) != 3 {
-		t.Fatalf("novel clients %v, want 3", st.fed.Part.Novel)
+	if len(st.Fed.Part.Novel) != 3 {
+		t.Fatalf("novel clients %v, want 3", st.Fed.Part.Novel)
 	}
-	lowRank := func() Strategy { return transFed(Options{Hyper: smallHyper(), Rank: rankOf(2)}) }
-	pfedhn := func() Strategy {
-		return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 3, Clip: 50}})
+	lowRank := func() fl.Strategy {
+		return fltest.Strategy(t, "transfed", fl.Options{Hyper: fltest.SmallHyper(), Rank: fltest.RankOf(2)})
+	}
+	pfedhn := func() fl.Strategy {
+		return fltest.Strategy(t, "pfedhn", fl.Options{Hyper: fltest.SmallHyper(), Own: algo.PFedHNConfig{InnerSteps: 3, Clip: 50}})
 	}
 	cases := []struct {
-		strat func() Strategy
+		strat func() fl.Strategy
 		mode  string
 		tuned string
-		build Builder // nil: quietViT
+		build fl.Builder // nil: quietViT
 	}{
-		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneEmbedding, TuneEmbedding, nil},
-		{func() Strategy { return &FedTP{Hyper: smallHyper()} }, TuneHypernetwork, TuneHypernetwork, nil},
-		{func() Strategy { return VanillaAttention() }, "", "personal", nil},
-		{func() Strategy { return &FedRoD{} }, "", "personal", nil},
-		{func() Strategy { return FedAvg() }, "", "model", nil},
-		{lowRank, TuneEmbedding, TuneEmbedding, tinyFocal},
-		{lowRank, TuneHypernetwork, TuneHypernetwork, tinyFocal},
-		{VanillaCustomizedT, "", "personal", tinyFocal},
-		{pfedhn, TuneEmbedding, TuneEmbedding, nil},
-		{pfedhn, TuneHypernetwork, TuneHypernetwork, nil},
-		{pfedhn, TuneEmbedding, TuneEmbedding, convnetAs(16, 1, 4, true, cuda.Float64)},
+		{func() fl.Strategy { return &algo.FedTP{Hyper: fltest.SmallHyper()} }, fl.TuneEmbedding, fl.TuneEmbedding, nil},
+		{func() fl.Strategy { return &algo.FedTP{Hyper: fltest.SmallHyper()} }, fl.TuneHypernetwork, fl.TuneHypernetwork, nil},
+		{func() fl.Strategy { return algo.VanillaAttention() }, "", "personal", nil},
+		{func() fl.Strategy { return &algo.FedRoD{} }, "", "personal", nil},
+		{func() fl.Strategy { return algo.FedAvg() }, "", "model", nil},
+		{lowRank, fl.TuneEmbedding, fl.TuneEmbedding, fltest.TinyFocal},
+		{lowRank, fl.TuneHypernetwork, fl.TuneHypernetwork, fltest.TinyFocal},
+		{algo.VanillaCustomizedT, "", "personal", fltest.TinyFocal},
+		{pfedhn, fl.TuneEmbedding, fl.TuneEmbedding, nil},
+		{pfedhn, fl.TuneHypernetwork, fl.TuneHypernetwork, nil},
+		{pfedhn, fl.TuneEmbedding, fl.TuneEmbedding, fltest.ConvnetAs(16, 1, 4, true, cuda.Float64)},
 	}
 	for _, c := range cases {
 		name := c.strat().Name() + "/" + c.tuned
@@ -72,23 +70,23 @@ func TestFineTuneNovel(t *testing.T) {
 			name += "/convnet-bn"
 		}
 		if c.build == nil {
-			c.build = quietViT
+			c.build = fltest.QuietViT
 		}
 		t.Run(name, func(t *testing.T) {
-			var curves []NovelCurve
+			var curves []fl.NovelCurve
 			for _, chunk := range []int{2, 1} {
-				cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, EvalChunk: chunk, Device: cuda.CPU, DType: cuda.Float64}
+				cfg := fl.Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, EvalChunk: chunk, Device: cuda.CPU, DType: cuda.Float64}
 				r := trainedRun(t, st, cfg, c.strat(), c.build)
 				before, err := r.Evaluate()
 				if err != nil {
 					t.Fatal(err)
 				}
 				state := snapshotState(t, r)
-				curve, err := r.FineTuneNovel(NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode})
+				curve, err := r.FineTuneNovel(fl.NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if curve.Tuned != c.tuned || len(curve.Accuracy) != 3 || !slices.Equal(curve.Clients, st.fed.Part.Novel) {
+				if curve.Tuned != c.tuned || len(curve.Accuracy) != 3 || !slices.Equal(curve.Clients, st.Fed.Part.Novel) {
 					t.Fatalf("tuned %q, %d epochs, clients %v", curve.Tuned, len(curve.Accuracy), curve.Clients)
 				}
 				for i, cl := range curve.Clients {
@@ -110,8 +108,8 @@ func TestFineTuneNovel(t *testing.T) {
 				curves = append(curves, curve)
 				// a novel client's result does not depend on the others tuned before it
 				last := curve.Clients[len(curve.Clients)-1]
-				alone := []EvalResult{newEvalResult(6), newEvalResult(6), newEvalResult(6)}
-				if _, err := r.tuneNovel(NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode}, []int{last}, alone); err != nil {
+				alone := []fl.EvalResult{fl.NewEvalResult(6), fl.NewEvalResult(6), fl.NewEvalResult(6)}
+				if _, err := r.TuneNovel(fl.NovelConfig{Epochs: 2, LR: 0.05, Mode: c.mode}, []int{last}, alone); err != nil {
 					t.Fatal(err)
 				}
 				for e := range alone {
@@ -133,7 +131,7 @@ func TestFineTuneNovel(t *testing.T) {
 }
 
 // snapshotState copies the run's global model, store and strategy state to the host.
-func snapshotState(t *testing.T, r *Run) [][]float64 {
+func snapshotState(t *testing.T, r *fl.Run) [][]float64 {
 	t.Helper()
 	var out [][]float64
 	for _, ts := range stateTensors(r) {
@@ -146,7 +144,7 @@ func snapshotState(t *testing.T, r *Run) [][]float64 {
 	return out
 }
 
-func checkState(t *testing.T, r *Run, want [][]float64) {
+func checkState(t *testing.T, r *fl.Run, want [][]float64) {
 	t.Helper()
 	for i, ts := range stateTensors(r) {
 		if v, _ := ts.Float64s(); !slices.Equal(v, want[i]) {
@@ -155,18 +153,16 @@ func checkState(t *testing.T, r *Run, want [][]float64) {
 	}
 }
 
-func stateTensors(r *Run) []*cuda.Tensor {
+func stateTensors(r *fl.Run) []*cuda.Tensor {
 	var ts []*cuda.Tensor
-	for i, p := range r.global.Params().List {
+	for i, p := range r.Global().Params().List {
 		ts = append(ts, p.T)
-		if r.store[i] != nil {
-			ts = append(ts, r.store[i])
+		if r.Store()[i] != nil {
+			ts = append(ts, r.Store()[i])
 		}
 	}
-	if sf, ok := r.strat.(Stateful); ok {
-		_, more := sf.State()
-		ts = append(ts, more...)
-	}
+	_, more := r.ServerState()
+	ts = append(ts, more...)
 	return ts
 }
 
@@ -177,14 +173,16 @@ func stateTensors(r *Run) []*cuda.Tensor {
 // the whole model).
 func TestTuneGeneratorIsGradientDescent(t *testing.T) {
 	st := novelSetup(t)
-	c := st.fed.Part.Novel[0]
-	n := len(st.fed.Part.Train[c])
+	c := st.Fed.Part.Novel[0]
+	n := len(st.Fed.Part.Train[c])
 	strategies := map[string]func() generator{
-		"fedtp":  func() generator { return &FedTP{Hyper: smallHyper()} },
-		"pfedhn": func() generator { return pFedHN(Options{Hyper: smallHyper(), Own: PFedHNConfig{InnerSteps: 2}}) },
+		"fedtp": func() generator { return &algo.FedTP{Hyper: fltest.SmallHyper()} },
+		"pfedhn": func() generator {
+			return fltest.Strategy(t, "pfedhn", fl.Options{Hyper: fltest.SmallHyper(), Own: algo.PFedHNConfig{InnerSteps: 2}}).(generator)
+		},
 	}
 	for _, name := range []string{"fedtp", "pfedhn"} {
-		for _, mode := range []string{TuneEmbedding, TuneHypernetwork} {
+		for _, mode := range []string{fl.TuneEmbedding, fl.TuneHypernetwork} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				testTuneGenerator(t, st, c, n, strategies[name](), mode)
 			})
@@ -192,28 +190,26 @@ func TestTuneGeneratorIsGradientDescent(t *testing.T) {
 	}
 }
 
-// generator is a tunable strategy with a hypernetwork.
-type generator interface {
-	tunable
-	Net() *hyper.Net
-}
+// generator is a strategy whose hypernetwork generates parameters.
+type generator = fl.GenerateStage
 
 // testTuneGenerator is one case of TestTuneGeneratorIsGradientDescent.
-func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode string) {
-	cfg := Config{Rounds: 1, PerRound: 2, Batch: n, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
-	r := trainedRun(t, st, cfg, f, quietViT)
-	single, err := r.singleModel()
+func testTuneGenerator(t *testing.T, st *fltest.Setup, c, n int, f generator, mode string) {
+	cfg := fl.Config{Rounds: 1, PerRound: 2, Batch: n, LR: 0.05, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
+	r := trainedRun(t, st, cfg, f, fltest.QuietViT)
+	single, err := r.SingleModel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, _ := f.TuneParams(mode)
-	z, bias := f.Net().Params()[0], f.Net().Params()[2] // embeddings; the first trunk layer's bias
-	e := int(f.Net().Cfg.Embed)
+	gh := f.GenerateHooks()
+	params, _ := gh.Tune(mode)
+	z, bias := gh.Net().Params()[0], gh.Net().Params()[2] // embeddings; the first trunk layer's bias
+	e := int(gh.Net().Cfg.Embed)
 	probes := []struct {
 		t  *cuda.Tensor
 		at int
 	}{{z, c * e}, {z, c*e + e - 1}, {bias, 0}, {bias, 5}}
-	if mode == TuneEmbedding {
+	if mode == fl.TuneEmbedding {
 		probes = probes[:2]
 	}
 	loss := func() float64 { return novelTrainLoss(t, r, f, single, c) }
@@ -228,8 +224,8 @@ func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode stri
 		setElem(t, p.t, p.at, v0)
 		want[i] = v0 - 0.1*(up-down)/(2*h)
 	}
-	epochs := []EvalResult{newEvalResult(6), newEvalResult(6)}
-	if err := r.tuneGenerator(NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, f, params, single, []int{c}, 1, epochs); err != nil {
+	epochs := []fl.EvalResult{fl.NewEvalResult(6), fl.NewEvalResult(6)}
+	if err := r.TuneGenerator(fl.NovelConfig{Epochs: 1, LR: 0.1, Mode: mode}, params, single, []int{c}, 1, epochs); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range probes {
@@ -241,15 +237,15 @@ func testTuneGenerator(t *testing.T, st *setup, c, n int, f generator, mode stri
 
 // novelTrainLoss is client c's mean training cross-entropy with its generated weights,
 // all its training samples in one batch.
-func novelTrainLoss(t *testing.T, r *Run, f Generative, m model.Model, c int) float64 {
+func novelTrainLoss(t *testing.T, r *fl.Run, f fl.GenerateStage, m model.Model, c int) float64 {
 	t.Helper()
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
 	rows := cuda.FromSlice(s, cuda.CPU, []int64{int64(c)})
-	r.load(s, m, []int{c})
-	r.loadGenerated(s, m, f.Generate(s, rows))
-	plan, err := data.NewPlan([]int{c}, [][]int{r.fed.Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: len(r.fed.Part.Train[c]), Round: -1})
+	r.Load(s, m, []int{c})
+	r.LoadGenerated(s, m, f.GenerateHooks().Generate(s, rows))
+	plan, err := data.NewPlan([]int{c}, [][]int{r.Federated().Part.Train[c]}, data.PlanConfig{Epochs: 1, Batch: len(r.Federated().Part.Train[c]), Round: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +254,8 @@ func novelTrainLoss(t *testing.T, r *Run, f Generative, m model.Model, c int) fl
 		t.Fatal(err)
 	}
 	defer dp.Close()
-	b := r.train.Batch(s, dp, 0)
-	v, err := maskedMean(s, m.Forward(s, r.input(s, b.X), &model.Pass{}), b.Y, b.Mask).Float64s()
+	b := r.TrainSamples().Batch(s, dp, 0)
+	v, err := fl.MeanCrossEntropy(s, m.Forward(s, r.Input(s, b.X), &model.Pass{}), b.Y, b.Mask).Float64s()
 	if err != nil {
 		t.Fatal(err)
 	}

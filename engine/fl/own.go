@@ -114,13 +114,6 @@ func EditOwn[T Section](s *Settings, edit func(*T)) {
 	}
 }
 
-// ownOf is the own section o carries, or T's zero value when it carries none (a program
-// that makes a strategy from Options it wrote).
-func ownOf[T Section](o Options) T {
-	v, _ := o.Own.(T)
-	return v
-}
-
 // settingsFields are Settings' own fields, as JSON writes them (the sections apart).
 type settingsFields Settings
 

@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"slices"
@@ -6,6 +6,9 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
@@ -13,28 +16,30 @@ import (
 // evaluation.
 
 // headOnly trains only the head, in one phase.
-type headOnly struct{ Strategy }
+type headOnly struct{ fl.Strategy }
 
-func (headOnly) Phases(epochs int) []Phase {
-	return []Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role == model.RoleHead }}}
+func (headOnly) TrainHooks() fl.TrainHooks {
+	return fl.TrainHooks{Phases: func(epochs int) []fl.Phase {
+		return []fl.Phase{{Epochs: epochs, Train: func(p *model.Param) bool { return p.Role == model.RoleHead }}}
+	}}
 }
 
 func TestPhasesTrainOnlyTheirParameters(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
-	cfg := Config{Rounds: 2, PerRound: 4, Batch: 16, LR: 0.1, Momentum: 0.9, WeightDecay: 0.01, Seed: 1, Device: cuda.CPU}
-	r, err := New(cfg, headOnly{FedAvg()}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := fl.Config{Rounds: 2, PerRound: 4, Batch: 16, LR: 0.1, Momentum: 0.9, WeightDecay: 0.01, Seed: 1, Device: cuda.CPU}
+	r, err := fl.New(cfg, headOnly{algo.FedAvg()}, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	before := map[string][]float64{}
-	for _, p := range r.global.Params().List {
+	for _, p := range r.Global().Params().List {
 		before[p.Name], _ = p.T.Float64s()
 	}
 	if _, err := r.Round(0); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range r.global.Params().List {
+	for _, p := range r.Global().Params().List {
 		after, _ := p.T.Float64s()
 		changed := false
 		for i := range after {
@@ -47,17 +52,17 @@ func TestPhasesTrainOnlyTheirParameters(t *testing.T) {
 }
 
 func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
-	cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU, EvalEvery: 1}
-	r, err := New(cfg, FedBABU{FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 2}}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := fl.Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU, EvalEvery: 1}
+	r, err := fl.New(cfg, algo.FedBABU{FedBABUConfig: algo.FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 2}}, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	var heads [][]float64
-	for i, p := range r.global.Params().List {
+	for i, p := range r.Global().Params().List {
 		if p.Role == model.RoleHead {
-			v, _ := r.store[i].Float64s()
+			v, _ := r.Store()[i].Float64s()
 			heads = append(heads, v)
 		}
 	}
@@ -65,11 +70,11 @@ func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := 0
-	for i, p := range r.global.Params().List {
+	for i, p := range r.Global().Params().List {
 		if p.Role != model.RoleHead {
 			continue
 		}
-		v, _ := r.store[i].Float64s()
+		v, _ := r.Store()[i].Float64s()
 		for e := range v {
 			if v[e] != heads[j][e] {
 				t.Fatalf("%s changed in the store: training or fine-tuning leaked into it", p.Name)
@@ -84,10 +89,10 @@ func TestFedBABUKeepsItsHeadsAndDoesNotKeepFineTuning(t *testing.T) {
 // with the head unfrozen) and PFLlib's fine_tune (['base', 'head']) do, and an evaluation
 // leaves the global model as it was (the fine-tuning is not kept).
 func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
-	cfg := Config{Rounds: 1, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU}
-	f := FedBABU{FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 1}}
-	r, err := New(cfg, f, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 1})
+	cfg := fl.Config{Rounds: 1, PerRound: 2, Batch: 16, LR: 0.1, Seed: 1, Device: cuda.CPU}
+	f := algo.FedBABU{FedBABUConfig: algo.FedBABUConfig{FineTuneEpochs: 1, FineTuneSteps: 1}}
+	r, err := fl.New(cfg, f, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,24 +100,24 @@ func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
 	s := cuda.NewScope()
 	defer s.Close()
 	ids := []int{1, 3}
-	r.load(s, r.evalM, ids)
+	r.Load(s, r.EvalM(), ids)
 	snapshot := func(m model.Model) map[string][]float64 {
 		out := map[string][]float64{}
 		for _, p := range m.Params().List {
-			out[p.Name] = values(t, p.T)
+			out[p.Name] = fltest.Values(t, p.T)
 		}
 		return out
 	}
-	before, global := snapshot(r.evalM), snapshot(r.global)
-	if _, _, err := r.trainPhase(s, r.evalM, ids, r.fed.Part.Train, 0, FineTunePhase, f.FineTune(), nil); err != nil {
+	before, global := snapshot(r.EvalM()), snapshot(r.Global())
+	if err := r.TrainPhase(s, r.EvalM(), ids, 0, fl.FineTunePhase, *f.EvalHooks().FineTune); err != nil {
 		t.Fatal(err)
 	}
 	roles := map[model.Role]bool{}
-	for _, p := range r.evalM.Params().List {
+	for _, p := range r.EvalM().Params().List {
 		if p.Buffer {
 			continue
 		}
-		if slices.Equal(values(t, p.T), before[p.Name]) {
+		if slices.Equal(fltest.Values(t, p.T), before[p.Name]) {
 			t.Errorf("%s (%s) did not move in the fine-tuning step", p.Name, p.Role)
 		}
 		roles[p.Role] = true
@@ -123,7 +128,7 @@ func TestFedBABUFineTunesBodyAndHead(t *testing.T) {
 	if _, err := r.Evaluate(); err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range snapshot(r.global) {
+	for name, v := range snapshot(r.Global()) {
 		if !slices.Equal(v, global[name]) {
 			t.Errorf("%s of the global model changed in an evaluation", name)
 		}
@@ -136,16 +141,16 @@ func TestFedBABUFineTuneLength(t *testing.T) {
 	for _, c := range []struct {
 		epochs, steps int
 	}{{1, 1}, {10, 0}, {2, 3}} {
-		s := DefaultSettings()
+		s := fl.DefaultSettings()
 		s.Name = "fedbabu"
 		if c.epochs != 1 || c.steps != 1 { // else the defaults
-			EditOwn(&s, func(o *FedBABUConfig) { o.FineTuneEpochs, o.FineTuneSteps = c.epochs, c.steps })
+			fl.EditOwn(&s, func(o *algo.FedBABUConfig) { o.FineTuneEpochs, o.FineTuneSteps = c.epochs, c.steps })
 		}
-		ft, ok := s.Strategy().(FineTuner)
-		if !ok {
+		ph := s.Strategy().(fl.EvalStage).EvalHooks().FineTune
+		if ph == nil {
 			t.Fatal("fedbabu does not fine-tune")
 		}
-		if ph := ft.FineTune(); ph.Epochs != c.epochs || ph.Steps != c.steps {
+		if ph.Epochs != c.epochs || ph.Steps != c.steps {
 			t.Errorf("fine_tune_epochs %d, fine_tune_steps %d: phase of %d epochs, %d steps", c.epochs, c.steps, ph.Epochs, ph.Steps)
 		}
 	}

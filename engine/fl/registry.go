@@ -51,7 +51,7 @@ type Algorithm struct {
 	// Settings decode, default, validate, write and document it from this line alone.
 	Own OwnSection
 	// PlugIn is the model plug-in it adds with its own defaults when the model has none
-	// (its Shaper); a plug-in given for any other algorithm must be complete on its own.
+	// (its PrepareHooks.Shape); a plug-in given for any other algorithm must be complete on its own.
 	PlugIn ModelPlugIn
 	// Keeps says which parameters stay with their clients where a report compares against
 	// that: nothing (FedAvg, the all-global reference), everything (Local), exactly the
@@ -129,64 +129,16 @@ func Keeps(name string) Keep {
 	return a.Keeps
 }
 
-// registry lists every algorithm, one line each; config validation, `pfl algorithms`,
-// `pfl train -h` and docs/algorithms.md's table all read it.
-var registry = []Algorithm{
-	{Name: "fedavg", Summary: "average every parameter", Paper: "McMahan et al., AISTATS 2017, Alg. 1", New: func(Options) Strategy { return FedAvg() }, Keeps: KeepNothing},
-	{Name: "fedprox", Summary: "FedAvg plus a proximal term μ/2‖w − w_global‖² in the local loss", Paper: "Li et al., MLSys 2020, Eq. 2", New: func(o Options) Strategy { return FedProx{Mu: o.Mu} }, Keys: []string{"mu"}},
-	{Name: "local", Summary: "every client trains alone; nothing is shared", Paper: "baseline (FedTP Table II \"Local-T\")", New: func(o Options) Strategy {
-		if o.LocalSampled {
-			return LocalSampled()
-		}
-		return Local()
-	}, Keys: []string{KeyLocalClients}, Keeps: KeepEverything},
-	{Name: "fedper", Summary: "the head stays with its client; the rest is averaged", Paper: "Arivazhagan et al., 2019, §3", New: func(Options) Strategy { return FedPer() }},
-	{Name: "fedbn", Summary: "normalization layers and their statistics stay local", Paper: "Li et al., ICLR 2021, Alg. 1", New: func(Options) Strategy { return FedBN() }},
-	{Name: "fedrep", Summary: "local head epochs, then body epochs; the body is averaged", Paper: "Collins et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return FedRep{ownOf[FedRepConfig](o)} }, Own: OwnSection{"fedrep", FedRepConfig{}.Default()}, Check: checkFedRep},
-	{Name: "fedbabu", Summary: "the head stays at its initialization; fine-tuned before evaluation", Paper: "Oh et al., ICLR 2022, §3", New: func(o Options) Strategy { return FedBABU{ownOf[FedBABUConfig](o)} }, Own: OwnSection{"fedbabu", FedBABUConfig{}.Default()}},
-	{Name: "vanilla-t", Summary: "attention Q/K/V stay local, everything else is averaged", Paper: "FedTP §III-B, Table II \"Vanilla Personalized-T\"", New: func(Options) Strategy { return VanillaPersonalizedT() }},
-	{Name: "vanilla-attn", Summary: "all attention layers and the head stay local", Paper: "FedPerfix (Sun et al., ICCV 2023) §3, Table 2 \"Vanilla Attention\"", New: func(Options) Strategy { return VanillaAttention() }},
-	{Name: "partial", Summary: "the roles and blocks of algorithm.local_roles / local_blocks stay local, the rest is averaged", Paper: "FedPerfix (Sun et al., ICCV 2023) §3.3, Table 1 (layer sensitivity)", New: func(o Options) Strategy {
-		return partialOf("partial", o, nil, nil)
-	}, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, Keeps: KeepListed, Check: checkPartial},
-	{Name: "fedperfix", Summary: "prefix adapters (K/V offsets) in every block and the head stay local", Paper: "FedPerfix (Sun et al., ICCV 2023) §3.5, Eq. 4–5", New: FedPerfix, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
-	{Name: "prefix-z", Summary: "zero-initialized vanilla prefixes (K/V offsets) in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prefix-Z\"", New: PrefixZ, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
-	{Name: "prefix-r", Summary: "randomly initialized vanilla prefixes (K/V offsets) in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prefix-R\"", New: PrefixR, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInPrefix},
-	{Name: "prompts", Summary: "deep prompt tokens in every block and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Prompts\"", New: PromptsVariant, Keys: []string{KeyLocalRoles, KeyLocalBlocks}},
-	{Name: "adapters", Summary: "an adapter after every block's MLP and the head stay local", Paper: "FedPerfix §5.3, Table 6 \"Adapters\"", New: AdaptersVariant, Keys: []string{KeyLocalRoles, KeyLocalBlocks}, PlugIn: PlugInAdapter},
-	{Name: "fedrod", Summary: "a generic head (balanced softmax) and a personal head", Paper: "Chen & Chao, ICLR 2022, §4", New: func(o Options) Strategy { return &FedRoD{PlainSoftmax: o.PlainSoftmax} }, Keys: []string{"generic_loss"}},
-	{Name: "fedtp", Summary: "a server hypernetwork generates each client's attention Q/K/V", Paper: "FedTP (Li et al., IEEE TNNLS 2023) §III-C, Alg. 1", New: func(o Options) Strategy { return fedTP(o) }, Keys: []string{"generate", "hyper"}},
-	{Name: "fedtp-per", Summary: "FedTP with the head kept by each client", Paper: "FedTP §IV-B.6, Table VI \"FedTP+FedPer\"", New: func(o Options) Strategy {
-		f := fedTP(o)
-		f.Local = []model.Role{model.RoleHead}
-		return f
-	}, Keys: []string{"generate", "hyper"}},
-	{Name: "fedtp-rod", Summary: "FedTP with FedRoD's personal head and balanced softmax", Paper: "FedTP §IV-B.6, Table VI \"FedTP+FedRoD\"", New: func(o Options) Strategy {
-		f := fedTP(o)
-		f.RoD = true
-		return f
-	}, Keys: []string{"generate", "hyper"}},
-	{Name: "fedtp-knn", Summary: "FedTP whose evaluation mixes in a nearest-neighbour vote", Paper: "FedTP §IV-B.6, Table VI \"FedTP+KNN\"", New: func(o Options) Strategy {
-		f := fedTP(o)
-		f.KNN = ownOf[KNN](o)
-		return f
-	}, Keys: []string{"generate", "hyper"}, Own: OwnSection{"knn", KNN{}.Default()}},
-	{Name: "ditto", Summary: "a personal model trained on f(v) + λ/2‖v − w_global‖² beside the FedAvg model", Paper: "Li et al., ICML 2021, Alg. 1", New: func(o Options) Strategy { return &Ditto{DittoConfig: ownOf[DittoConfig](o)} }, Own: OwnSection{"ditto", DittoConfig{}.Default()}},
-	{Name: "apfl", Summary: "a local model mixed with the global one, α v + (1 − α) w, α learned per client", Paper: "Deng et al., arXiv:2003.13461, 2020, Alg. 1", New: func(o Options) Strategy { return &APFL{APFLConfig: ownOf[APFLConfig](o)} }, Own: OwnSection{"apfl", APFLConfig{}.Default()}},
-	{Name: "perfedavg", Summary: "FedAvg of the loss after one local adaptation step (MAML); evaluated after one step", Paper: "Fallah et al., NeurIPS 2020, Alg. 1 (FO and HF)", New: func(o Options) Strategy { return &PerFedAvg{PerFedAvgConfig: ownOf[PerFedAvgSettings](o).config()} }, Own: OwnSection{"perfedavg", PerFedAvgSettings{}.Default()}},
-	{Name: "pfedme", Summary: "personal models solve f(θ) + λ/2‖θ − w‖² on every batch; w moves towards them", Paper: "Dinh et al., NeurIPS 2020, Alg. 1", New: func(o Options) Strategy { return &PFedMe{PFedMeConfig: ownOf[PFedMeSettings](o).config()} }, Own: OwnSection{"pfedme", PFedMeSettings{}.Default()}},
-	{Name: "pfedgp", Summary: "a shared network embeds images; each client classifies with its own tree of Pólya-Gamma GPs fitted to its data", Paper: "Achituve et al., NeurIPS 2021, pFedGP-Full (no inducing points)", New: func(o Options) Strategy { return &PFedGP{PFedGPConfig: ownOf[PFedGPSettings](o).config()} }, Own: OwnSection{"pfedgp", PFedGPSettings{}.Default()}},
-	{Name: "pfedgp-ip", Summary: "pFedGP whose GPs are conditioned on shared, learned inducing inputs per class (with the client's data at evaluation)", Paper: "Achituve et al., NeurIPS 2021, pFedGP-IP-data", New: func(o Options) Strategy {
-		return &PFedGPIP{PFedGP: PFedGP{PFedGPConfig: ownOf[PFedGPSettings](o).config()}}
-	}, Own: OwnSection{"pfedgp", PFedGPSettings{}.Default()}, Check: checkPFedGPIP},
-	{Name: "transfed", Summary: "a server hypernetwork generates each client's focal modulation (f, context convolutions, h, proj) of a FocalNet", Paper: "TransFed (Ashraf et al., WACV 2024) §3.3, Alg. 1, Eq. 6–11", New: func(o Options) Strategy { return transFed(o) }, Keys: []string{"generate", "hyper"}},
-	{Name: "pfedhn", Summary: "a server hypernetwork generates every weight of each client's model; K local steps, then one VJP of θ⁰ − θᴷ", Paper: "Shamsian et al., ICML 2021, §3, Alg. 1", New: func(o Options) Strategy { return pFedHN(o) }, Keys: []string{"hyper"}, Own: OwnSection{"pfedhn", PFedHNConfig{}.Default()}, Check: checkPFedHN},
-	{Name: "vanilla-c-t", Summary: "focal modulation (f, context convolutions, h, proj) stays local, everything else is averaged", Paper: "TransFed §3.2, Table 2 \"Vanilla-T\"", New: func(Options) Strategy { return VanillaCustomizedT() }},
-}
+// registry lists every algorithm, in the order they were registered: engine/fl/algo's
+// built-in ones first (its registry.go, one line each), then any a program or test adds;
+// config validation, `pfl algorithms`, `pfl train -h` and docs/algorithms.md's table all
+// read it.
+var registry []Algorithm
 
-// Register adds an algorithm to the registry, as its line in registry above would: for an
-// algorithm kept outside this package (a program's, or a test's). Its name must be new,
-// its own section's key new or of the same type as the algorithms that share it.
+// Register adds an algorithm to the registry: engine/fl/algo registers the built-in ones
+// when it is loaded (one line each in its registry.go), a program or a test its own. Its
+// name must be new, its own section's key new or of the same type as the algorithms that
+// share it.
 func Register(a Algorithm) error {
 	if a.Name == "" || a.New == nil {
 		return fmt.Errorf("fl: an algorithm needs a name and New")
@@ -219,14 +171,6 @@ func sharedKeys() []string {
 		}
 	}
 	return keys
-}
-
-func fedTP(o Options) *FedTP {
-	f := &FedTP{Roles: o.Generate, Hyper: o.Hyper}
-	if o.Rank != nil {
-		f.Hyper.Rank = *o.Rank
-	}
-	return f
 }
 
 // Algorithms lists the registry, sorted by name.

@@ -26,17 +26,18 @@ type Resources struct {
 	ForwardMACs float64 `json:"forward_macs"`
 	// TrainFLOPs is one training sample's cost: 2 FLOPs per MAC, times 3 for a forward
 	// and a backward pass (the backward pass of a linear map costs two forward ones),
-	// times the algorithm's passes per sample (TrainingPasses; 1 by default).
+	// times the algorithm's passes per sample (TrainHooks.Passes; 1 by default).
 	TrainFLOPs float64 `json:"train_flops"`
 }
 
 // Resources counts the run's per-client resources.
 func (r *Run) Resources() Resources {
-	return countResources(r.global, r.strat, r.personal)
+	return countResources(r.global, r.hooks.passes(), r.personal)
 }
 
-// countResources counts m's parameters by whether personal[i] keeps them local.
-func countResources(m model.Model, strat Strategy, personal []bool) Resources {
+// countResources counts m's parameters by whether personal[i] keeps them local, a training
+// sample costing passes forward and backward passes.
+func countResources(m model.Model, passes float64, personal []bool) Resources {
 	var res Resources
 	for i, p := range m.Params().List {
 		if p.Buffer {
@@ -52,10 +53,6 @@ func countResources(m model.Model, strat Strategy, personal []bool) Resources {
 	}
 	res.DownParams = res.UpParams
 	res.ForwardMACs = m.MACs()
-	passes := 1.0
-	if tp, ok := strat.(TrainingPasses); ok {
-		passes = tp.Passes()
-	}
 	res.TrainFLOPs = 6 * res.ForwardMACs * passes
 	return res
 }

@@ -1,9 +1,11 @@
-package fl
+package fl_test
 
 import (
 	"testing"
 
 	"pfl/cuda"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 	"pfl/engine/model"
 )
 
@@ -30,23 +32,23 @@ func TestResourcesFollowRolesAndCopies(t *testing.T) {
 	}
 	macs := base.MACs()
 	for _, c := range []struct {
-		strat            Strategy
+		strat            fl.Strategy
 		stored, personal int64
 		passes           float64
 	}{
-		{FedAvg(), n, 0, 1},
-		{FedPer(), n, head, 1},
-		{&Ditto{DittoConfig: DittoConfig{Lambda: 1}}, 2 * n, n, 2},
-		{&APFL{APFLConfig: APFLConfig{Alpha: 0.25}}, 2*n + 1, n + 1, 2},
-		{&PFedMe{PFedMeConfig: PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}}, 2 * n, n, 5},
+		{algo.FedAvg(), n, 0, 1},
+		{algo.FedPer(), n, head, 1},
+		{&algo.Ditto{DittoConfig: algo.DittoConfig{Lambda: 1}}, 2 * n, n, 2},
+		{&algo.APFL{APFLConfig: algo.APFLConfig{Alpha: 0.25}}, 2*n + 1, n + 1, 2},
+		{&algo.PFedMe{PFedMeConfig: algo.PFedMeConfig{Lambda: 15, InnerSteps: 5, Beta: 1}}, 2 * n, n, 5},
 	} {
 		t.Run(c.strat.Name(), func(t *testing.T) {
 			m, err := build(1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w, ok := c.strat.(Wrapper); ok {
-				if m, err = w.Wrap(m, build, nil); err != nil {
+			if w, ok := c.strat.(fl.PrepareStage); ok && w.PrepareHooks().Wrap != nil {
+				if m, err = w.PrepareHooks().Wrap(m, fl.Wrapping{Build: build}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -55,7 +57,7 @@ func TestResourcesFollowRolesAndCopies(t *testing.T) {
 			for i, p := range m.Params().List {
 				personal[i] = c.strat.Personal(p)
 			}
-			got := countResources(m, c.strat, personal)
+			got := fl.CountResources(m, fl.Passes(c.strat), personal)
 			if got.StoredParams != c.stored || got.PersonalParams != c.personal || got.UpParams != c.stored-c.personal ||
 				got.DownParams != got.UpParams || got.TrainFLOPs != 6*macs*c.passes {
 				t.Fatalf("%+v, want stored %d, personal %d, %g passes of %g MACs", got, c.stored, c.personal, c.passes, macs)

@@ -3,7 +3,6 @@ package fl
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 
@@ -20,7 +19,7 @@ type Run struct {
 	fed         *data.Federated
 	train, test data.Samples
 	trainable   []int // clients that may be sampled (all but the novel ones)
-	serverK     int   // a SampledServer's clients per server update (the configured PerRound)
+	serverK     int   // clients per server update when it reads a sample (PrepareHooks.ServerSample: the configured PerRound)
 
 	global   model.Model    // one row: the shared values, and every personal parameter's initial value
 	store    []*cuda.Tensor // per parameter index: [N, ...] rows of all clients when personal, else nil
@@ -57,10 +56,44 @@ func New(cfg Config, strat Strategy, fed *data.Federated, train, test data.Sampl
 // seconds each) and before the strategy binds its own state (a hypernetwork). The error
 // is then ctx's.
 func NewContext(ctx context.Context, cfg Config, strat Strategy, fed *data.Federated, train, test data.Samples, build Builder) (*Run, error) {
+	r, err := newRun(cfg, strat, fed, train, test)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: r.cfg.Seed, Purpose: "init", Round: -1, Client: -1}), r.cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	r.build = r.wrapped(build)
+	if err := r.buildModels(ctx, g); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := r.bind(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if r.cfg.Graphs && r.cfg.Device.IsCUDA() {
+		if r.stream, err = cuda.NewStream(r.cfg.Device); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if err := r.sortParams(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRun checks cfg against the federation and the strategy's hooks, before anything is
+// built: the trainable clients, and every client training every round when the strategy
+// says so (PrepareHooks.EveryClient).
+func newRun(cfg Config, strat Strategy, fed *data.Federated, train, test data.Samples) (*Run, error) {
 	cfg.defaults()
-	n := len(fed.Part.Train)
 	r := &Run{cfg: cfg, strat: strat, hooks: hooksOf(strat), fed: fed, train: train, test: test}
-	for c := 0; c < n; c++ {
+	for c := range fed.Part.Train {
 		if !slices.Contains(fed.Part.Novel, c) {
 			r.trainable = append(r.trainable, c)
 		}
@@ -68,100 +101,110 @@ func NewContext(ctx context.Context, cfg Config, strat Strategy, fed *data.Feder
 	if err := cfg.Validate(len(r.trainable)); err != nil {
 		return nil, err
 	}
-	if r.hooks.every {
+	if err := r.hooks.check(strat.Name()); err != nil {
+		return nil, err
+	}
+	if r.hooks.everyClient() {
 		r.serverK = cfg.PerRound
-		cfg.PerRound = len(r.trainable)
-		r.cfg = cfg
+		r.cfg.PerRound = len(r.trainable)
 	}
 	if err := r.checkShardable(); err != nil {
 		return nil, err
 	}
-	g, err := cuda.NewGenerator(rng.Derive(rng.Key{Seed: cfg.Seed, Purpose: "init", Round: -1, Client: -1}), cfg.Device)
-	if err != nil {
-		return nil, err
+	return r, nil
+}
+
+// wrapped is build with the strategy's PrepareHooks.Wrap applied to every model it builds.
+func (r *Run) wrapped(build Builder) Builder {
+	wrap := r.hooks.prep.Wrap
+	if wrap == nil {
+		return build
 	}
-	defer g.Close()
-	if c, ok := strat.(classCounter); ok && fed.Train != nil {
-		c.setClasses(fed.Train.Classes)
+	classes := 0
+	if r.fed.Train != nil {
+		classes = r.fed.Train.Classes
 	}
-	if w := r.hooks.wrap; w != nil {
-		inner := build
-		build = func(k int, g *cuda.Generator) (model.Model, error) {
-			m, err := inner(k, g)
-			if err != nil {
-				return nil, err
-			}
-			wrapped, err := w.Wrap(m, inner, g)
-			if err != nil {
-				m.Close()
-				return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
-			}
-			return wrapped, nil
+	return func(k int, g *cuda.Generator) (model.Model, error) {
+		m, err := build(k, g)
+		if err != nil {
+			return nil, err
 		}
+		wrapped, err := wrap(m, Wrapping{Build: build, Gen: g, Classes: classes})
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("fl: %s: %w", r.strat.Name(), err)
+		}
+		return wrapped, nil
 	}
-	r.build = build
+}
+
+// buildModels builds the run's models from g: the global model, the stacked model of
+// this rank's share of the round's clients (all of them in one process; the shares' sizes
+// do not change from round to round), the evaluation chunk's, and the single client's
+// (Sequential) or the client groups' (workers.go).
+func (r *Run) buildModels(ctx context.Context, g *cuda.Generator) error {
 	models := []*model.Model{&r.global, &r.stacked, &r.evalM}
-	// the stacked model holds this rank's share of the round's clients (all of them in
-	// one process); the shares' sizes do not change from round to round
-	lo, hi := 0, cfg.PerRound
+	lo, hi := 0, r.cfg.PerRound
 	if r.distributed() {
-		lo, hi = share(cfg.PerRound, cfg.Group.Rank(), cfg.Group.World())
+		lo, hi = share(r.cfg.PerRound, r.cfg.Group.Rank(), r.cfg.Group.World())
 	}
-	ks := []int{1, hi - lo, cfg.EvalChunk}
-	if cfg.Sequential {
+	ks := []int{1, hi - lo, r.cfg.EvalChunk}
+	if r.cfg.Sequential {
 		models, ks = append(models, &r.single), append(ks, 1)
 	}
 	for i, k := range ks {
 		if err := ctx.Err(); err != nil {
-			r.Close()
-			return nil, err
+			return err
 		}
 		// A builder's error comes with a nil pointer inside the interface; only a built
 		// model is stored, so Close never calls a method on it.
-		m, err := build(k, g)
+		m, err := r.build(k, g)
 		if err != nil {
-			r.Close()
-			return nil, err
+			return err
 		}
 		*models[i] = m
 	}
-	if !cfg.Sequential {
-		if err := r.buildGroups(ctx, hi-lo, g); err != nil {
-			r.Close()
-			return nil, err
+	if r.cfg.Sequential {
+		return nil
+	}
+	return r.buildGroups(ctx, hi-lo, g)
+}
+
+// bind checks the strategy's KNN vote against the model and shows it the run
+// (PrepareHooks.Bind).
+func (r *Run) bind(ctx context.Context) error {
+	name := r.strat.Name()
+	if knn := r.hooks.knn(); knn != nil {
+		if err := checkKNN(*knn, r.global); err != nil {
+			return fmt.Errorf("fl: %s: %w", name, err)
 		}
 	}
-	if mz := r.hooks.memory; mz != nil {
-		if err := checkKNN(mz.Memory(), r.global); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
-		}
+	bind := r.hooks.prep.Bind
+	if bind == nil {
+		return nil
 	}
-	if b := r.hooks.bind; b != nil {
-		if err := ctx.Err(); err != nil {
-			r.Close()
-			return nil, err
-		}
-		if err := b.Bind(Env{Fed: fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed, Batch: cfg.Batch}); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("fl: %s: %w", strat.Name(), err)
-		}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if cfg.Graphs && cfg.Device.IsCUDA() {
-		if r.stream, err = cuda.NewStream(cfg.Device); err != nil {
-			r.Close()
-			return nil, err
-		}
+	cfg := r.cfg
+	if err := bind(Env{Fed: r.fed, Model: r.global, Device: cfg.Device, DType: cfg.DType, Seed: cfg.Seed, Batch: cfg.Batch}); err != nil {
+		return fmt.Errorf("fl: %s: %w", name, err)
 	}
+	return nil
+}
+
+// sortParams sorts every parameter once: personal (a row per client in the store, every
+// client starting from the same initial values), generated, or shared.
+func (r *Run) sortParams() error {
 	s := cuda.NewScope()
 	defer s.Close()
 	s.SetGradEnabled(false)
+	n := int64(len(r.fed.Part.Train))
 	for i, p := range r.global.Params().List {
-		personal := strat.Personal(p)
+		personal := r.strat.Personal(p)
 		generated := r.hooks.gen != nil && r.hooks.gen.Generated(p)
 		if personal && generated {
-			r.Close()
-			return nil, fmt.Errorf("fl: %s: %s is both personal and generated", strat.Name(), p.Name)
+			return fmt.Errorf("fl: %s: %s is both personal and generated", r.strat.Name(), p.Name)
 		}
 		if generated {
 			r.genIdx = append(r.genIdx, i)
@@ -170,16 +213,12 @@ func NewContext(ctx context.Context, cfg Config, strat Strategy, fed *data.Feder
 		r.personal = append(r.personal, personal)
 		var rows *cuda.Tensor
 		if personal {
-			rows = s.Contiguous(s.Expand(p.T, append([]int64{int64(n)}, p.Shape...)...))
+			rows = s.Contiguous(s.Expand(p.T, append([]int64{n}, p.Shape...)...))
 			s.Keep(rows)
 		}
 		r.store = append(r.store, rows)
 	}
-	if err := s.Err(); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
+	return s.Err()
 }
 
 // Close frees the models and the store.
@@ -198,8 +237,8 @@ func (r *Run) Close() error {
 	}
 	r.steps = nil
 	r.stream.Close()
-	if c, ok := r.strat.(io.Closer); ok {
-		return c.Close()
+	if r.hooks.closer != nil {
+		return r.hooks.closer.Close()
 	}
 	return nil
 }
@@ -208,10 +247,10 @@ func (r *Run) Close() error {
 func (r *Run) sample(round int) []int { return r.sampleN(round, r.cfg.PerRound) }
 
 // serverClients are the clients whose trained values the round's server update reads: the
-// round's trained clients, or a SampledServer's sample of them (the clients the same seed
+// round's trained clients, or a sample of them (PrepareHooks.ServerSample) (the clients the same seed
 // samples for an algorithm that trains only those).
 func (r *Run) serverClients(round int, trained []int) []int {
-	if !r.hooks.sampled {
+	if !r.hooks.sampledServer() {
 		return trained
 	}
 	return r.sampleN(round, r.serverK)

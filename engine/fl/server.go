@@ -11,9 +11,9 @@ import (
 // shared parameters are averaged, the personal rows go back to the store; across processes
 // every sum over clients is all-reduced.
 
-// generate makes the generated parameters of the clients ids (Generative.Generate), with
-// the graph back to the server's parameters that Learn differentiates; none without a
-// generator.
+// generate makes the generated parameters of the clients ids (GenerateHooks.Generate),
+// with the graph back to the server's parameters that LearnSum differentiates; none without
+// a generator.
 func (r *Run) generate(s *cuda.Scope, ids []int) ([]*cuda.Tensor, error) {
 	if r.hooks.gen == nil {
 		return nil, nil
@@ -26,7 +26,7 @@ func (r *Run) generate(s *cuda.Scope, ids []int) ([]*cuda.Tensor, error) {
 }
 
 // aggregate averages the shared parameters over the round's clients ids (weights m_k/M, or
-// the strategy's: Weighter; a client of ids outside server, the clients the server update
+// the strategy's: ServerHooks.Weights; a client of ids outside server, the clients the server update
 // reads, weighs 0) into the global model, writes the personal rows back to the store, and
 // lets a generative strategy learn from the generated parameters' change.
 //
@@ -51,18 +51,16 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 		for j, i := range r.genIdx {
 			trained[j] = r.stacked.Params().List[i].T
 		}
-		if sl, ok := r.hooks.gen.(ShardedLearner); ok && r.distributed() {
-			sum := sl.LearnSum(s, generated, trained, w)
+		sum := r.hooks.gen.LearnSum(s, generated, trained, w)
+		if r.distributed() {
 			if err := s.Err(); err != nil {
 				return err
 			}
 			if err := r.allReduce(sum...); err != nil {
 				return err
 			}
-			sl.LearnApply(s, sum)
-		} else {
-			r.hooks.gen.Learn(s, generated, trained, w)
 		}
+		r.hooks.gen.LearnApply(s, sum)
 	}
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(true)
@@ -89,7 +87,7 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 	for j, i := range persIdx {
 		s.IndexCopy(r.store[i], 0, idx, pers[j])
 	}
-	if ma, ok := r.hooks.aggregate.(MeanAggregator); ok && r.distributed() && len(dst) > 0 {
+	if aggMean := r.hooks.server.AggregateMean; aggMean != nil && r.distributed() && len(dst) > 0 {
 		means := make([]*cuda.Tensor, len(dst))
 		for i, g := range dst {
 			means[i] = s.Zeros(g.DType(), g.Device(), g.Shape()...)
@@ -101,13 +99,13 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 		if err := r.allReduce(means...); err != nil {
 			return err
 		}
-		if err := ma.AggregateMean(s, dst, means); err != nil {
+		if err := aggMean(s, dst, means); err != nil {
 			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
 		}
 		return s.Err()
 	}
-	if a := r.hooks.aggregate; a != nil {
-		if err := a.Aggregate(s, dst, src, w); err != nil {
+	if aggregate := r.hooks.server.Aggregate; aggregate != nil {
+		if err := aggregate(s, dst, src, w); err != nil {
 			return fmt.Errorf("fl: %s: server update: %w", r.strat.Name(), err)
 		}
 		return s.Err()
@@ -125,7 +123,7 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 // model, and the server update, a sum over the round's clients, becomes partial sums
 // all-reduced across the ranks:
 //   - the shared parameters: Σ_k (m_k/M) θ_k over the rank's clients, then all-reduced
-//     (a MeanAggregator, pFedMe, then moves the global model towards that mean);
+//     (an AggregateMean hook, pFedMe's, then moves the global model towards that mean);
 //   - a generator's update (FedTP, TransFed, pFedHN): the rank's clients' part of the
 //     vector-Jacobian product Σ_k (m_k/M) (∂W_k/∂φ)ᵀ ΔW_k, all-reduced before the one
 //     optimizer step every rank takes with the same bits;
@@ -161,10 +159,8 @@ func (r *Run) checkShardable() error {
 		return fmt.Errorf("fl: %d clients per round cannot be shared by %d processes (WORLD_SIZE): each needs at least one", r.cfg.PerRound, g.World())
 	case r.cfg.Sequential:
 		return fmt.Errorf("fl: train.sequential trains in one process; unset it or set WORLD_SIZE=1")
-	case r.hooks.aggregate != nil && !isMean(r.hooks.aggregate):
+	case r.hooks.server.Aggregate != nil && r.hooks.server.AggregateMean == nil:
 		return fmt.Errorf("fl: %s has its own server update, which is not split across processes yet; run it with WORLD_SIZE=1", name)
-	case r.hooks.gen != nil && !isSharded(r.hooks.gen):
-		return fmt.Errorf("fl: %s's server update is not split across processes yet; run it with WORLD_SIZE=1", name)
 	case len(r.fed.Part.Novel) > 0:
 		return fmt.Errorf("fl: novel clients are fine-tuned in one process; run with WORLD_SIZE=1 or without data.novel")
 	}
@@ -245,16 +241,6 @@ func (r *Run) gatherRows(s *cuda.Scope, local []*cuda.Tensor, k, lo int) ([]*cud
 		return nil, err
 	}
 	return out, r.allReduce(out...)
-}
-
-func isMean(a Aggregator) bool {
-	_, ok := a.(MeanAggregator)
-	return ok
-}
-
-func isSharded(g Generative) bool {
-	_, ok := g.(ShardedLearner)
-	return ok
 }
 
 // gatherEval gives every rank the results of all's clients in res, each rank having

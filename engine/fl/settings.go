@@ -5,6 +5,7 @@ import (
 
 	"pfl/engine/hyper"
 	"pfl/engine/internal/check"
+	"pfl/engine/internal/defaults"
 	"pfl/engine/model"
 )
 
@@ -120,8 +121,8 @@ func (s Settings) Options() Options {
 	h := s.Hyper
 	roles, _ := generatedRoles(s.Generate)
 	o := Options{Mu: s.Mu, PlainSoftmax: s.GenericLoss == "ce", Generate: roles,
-		Hyper: hyper.Config{Embed: valueOf(h.Embed), Hidden: valueOf(h.Hidden), Layers: h.Layers,
-			LR: realOf(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
+		Hyper: hyper.Config{Embed: defaults.Value(h.Embed), Hidden: defaults.Value(h.Hidden), Layers: h.Layers,
+			LR: defaults.Value(h.LR), Momentum: noneIfZero(h.Momentum), WeightDecay: noneIfZero(h.WeightDecay)},
 		Rank: h.Rank, LocalBlocks: s.LocalBlocks, LocalSampled: s.LocalClients == "sampled"}
 	if a, err := LookupAlgorithm(s.Name); err == nil && a.Own.Key != "" {
 		o.Own = s.Section(a.Own.Key)
@@ -187,15 +188,6 @@ func (h HyperSettings) Validate() error {
 	return k.Err()
 }
 
-// checkPartial is partial's check across keys (its registry entry): it keeps local only
-// what it is told to.
-func checkPartial(s Settings, _ Section, _ int) error {
-	if len(s.LocalRoles) == 0 && len(s.LocalBlocks) == 0 {
-		return fmt.Errorf("algorithm.local_roles: empty; algorithm partial keeps local only what local_roles and local_blocks list")
-	}
-	return nil
-}
-
 // localRoles reads algorithm.local_roles (never nil for a set key: an empty list keeps
 // only local_blocks local).
 func localRoles(names []string) ([]model.Role, error) {
@@ -216,11 +208,11 @@ func generatedRoles(names []string) ([]model.Role, error) {
 	for _, n := range names {
 		switch n {
 		case "focal":
-			out = append(out, focalRoles...)
+			out = append(out, model.FocalRoles()...)
 			continue
 		case "encoder":
 			out = append(out, model.RoleAttnQKV, model.RoleAttnOut)
-			out = append(out, focalRoles...)
+			out = append(out, model.FocalRoles()...)
 			out = append(out, model.RoleMLP, model.RoleNorm)
 			continue
 		}
@@ -249,22 +241,6 @@ func noneIfZero(v float64) float64 {
 		return -1
 	}
 	return v
-}
-
-// valueOf reads an optional size: 0 (the algorithm's own) when unset.
-func valueOf(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// realOf reads an optional real number (a learning rate Resolve has filled): 0 when unset.
-func realOf(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // Reading lists the algorithms that read key (mu, local_roles, pfedme.lambda: a key under

@@ -1,9 +1,12 @@
-package fl
+package fl_test
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
 )
 
 // settingKeys are Settings' keys under algorithm., from the mapstructure tags of its
@@ -21,9 +24,9 @@ func settingKeys() map[string]bool {
 			}
 		}
 	}
-	walk("", reflect.TypeOf(Settings{}))
-	for _, k := range OwnKeys() {
-		def, _ := OwnDefault(k)
+	walk("", reflect.TypeOf(fl.Settings{}))
+	for _, k := range fl.OwnKeys() {
+		def, _ := fl.OwnDefault(k)
 		keys[k] = true
 		walk(k+".", reflect.TypeOf(def))
 	}
@@ -35,15 +38,15 @@ func settingKeys() map[string]bool {
 // told what to keep).
 func TestRegistryKeysAreSettings(t *testing.T) {
 	keys := settingKeys()
-	for _, a := range Algorithms() {
+	for _, a := range fl.Algorithms() {
 		for _, k := range a.ReadKeys() {
 			if !keys[k] {
 				t.Errorf("%s reads algorithm.%s, which is no key of the algorithm section", a.Name, k)
 			}
 		}
-		s := DefaultSettings()
+		s := fl.DefaultSettings()
 		s.Name = a.Name
-		if a.Keeps == KeepListed {
+		if a.Keeps == fl.KeepListed {
 			s.LocalRoles = []string{"head"}
 		}
 		if err := s.Resolve(0.01).Validate(2); err != nil {
@@ -56,27 +59,27 @@ func TestRegistryKeysAreSettings(t *testing.T) {
 // only some algorithms read is refused for the others.
 func TestSettingsRefuseNamingTheKey(t *testing.T) {
 	for _, c := range []struct {
-		set func(s *Settings)
+		set func(s *fl.Settings)
 		key string
 	}{
-		{func(s *Settings) { EditOwn(s, func(c *DittoConfig) { c.Lambda = -1 }) }, "algorithm.ditto.lambda"},
-		{func(s *Settings) { EditOwn(s, func(c *APFLConfig) { c.Alpha = 2 }) }, "algorithm.apfl.alpha"},
-		{func(s *Settings) { EditOwn(s, func(c *KNN) { c.K = 0 }) }, "algorithm.knn.k"},
-		{func(s *Settings) { EditOwn(s, func(c *PFedHNConfig) { c.Clip = -1 }) }, "algorithm.pfedhn.clip"},
-		{func(s *Settings) { EditOwn(s, func(c *PFedGPSettings) { c.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
-		{func(s *Settings) { s.Hyper.Layers = 0 }, "algorithm.hyper.layers"},
-		{func(s *Settings) { s.Name = "fedrep"; EditOwn(s, func(c *FedRepConfig) { c.RepEpochs = 2 }) }, "algorithm.fedrep.rep_epochs"},
-		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneEpochs = 0 }) }, "algorithm.fedbabu.fine_tune_epochs"},
-		{func(s *Settings) { EditOwn(s, func(c *FedBABUConfig) { c.FineTuneSteps = -1 }) }, "algorithm.fedbabu.fine_tune_steps"},
-		{func(s *Settings) { s.Name, s.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
-		{func(s *Settings) { s.Name = "partial" }, "algorithm.local_roles"},
-		{func(s *Settings) {
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.DittoConfig) { c.Lambda = -1 }) }, "algorithm.ditto.lambda"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.APFLConfig) { c.Alpha = 2 }) }, "algorithm.apfl.alpha"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *fl.KNN) { c.K = 0 }) }, "algorithm.knn.k"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.PFedHNConfig) { c.Clip = -1 }) }, "algorithm.pfedhn.clip"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.PFedGPSettings) { c.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
+		{func(s *fl.Settings) { s.Hyper.Layers = 0 }, "algorithm.hyper.layers"},
+		{func(s *fl.Settings) { s.Name = "fedrep"; fl.EditOwn(s, func(c *algo.FedRepConfig) { c.RepEpochs = 2 }) }, "algorithm.fedrep.rep_epochs"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.FedBABUConfig) { c.FineTuneEpochs = 0 }) }, "algorithm.fedbabu.fine_tune_epochs"},
+		{func(s *fl.Settings) { fl.EditOwn(s, func(c *algo.FedBABUConfig) { c.FineTuneSteps = -1 }) }, "algorithm.fedbabu.fine_tune_steps"},
+		{func(s *fl.Settings) { s.Name, s.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
+		{func(s *fl.Settings) { s.Name = "partial" }, "algorithm.local_roles"},
+		{func(s *fl.Settings) {
 			s.Name = "pfedgp-ip"
-			EditOwn(s, func(c *PFedGPSettings) { c.Objective = "marginal" })
+			fl.EditOwn(s, func(c *algo.PFedGPSettings) { c.Objective = "marginal" })
 		}, "algorithm.pfedgp.objective"},
-		{func(s *Settings) { s.Name = "fedsgd" }, "algorithm.name"},
+		{func(s *fl.Settings) { s.Name = "fedsgd" }, "algorithm.name"},
 	} {
-		s := DefaultSettings()
+		s := fl.DefaultSettings()
 		c.set(&s)
 		err := s.Resolve(0.01).Validate(2)
 		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {

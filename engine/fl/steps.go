@@ -149,7 +149,7 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts 
 // runSteps plans epochs epochs (at most maxSteps steps when > 0) of the clients' samples
 // parts[id], loads the plan into a step state (ss, the run's for the phase, or when nil a
 // state of its own for this call) and runs step on each step's stacked batches, assembled
-// on the device: per consecutive batches of the plan a step (a Stepper's count; the plan is
+// on the device: per consecutive batches of the plan a step (a Step hook's count; the plan is
 // padded with idle batches to whole steps, and a client is active in a step while its
 // first batch is real). It returns each client's sum of its per-step mean losses and how
 // many (client, step) pairs they hold; a non-finite loss is an error naming the clients. The
@@ -162,28 +162,9 @@ func (r *Run) phaseState(m model.Model, phase, epochs, maxSteps, per int, parts 
 // the dropout streams), never Go values such as Batch.Clients.
 func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, round, phase, epochs, maxSteps, per int, met *RoundMetrics, step stepFunc) ([]float64, float64, error) {
 	td := time.Now()
-	own := make([][]int, len(ids))
-	var noise []float64
-	for i, c := range ids {
-		own[i] = parts[c]
-		if r.fed.Part.Noise != nil {
-			noise = append(noise, r.fed.Part.Noise[c])
-		}
-	}
-	pc := data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
-		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase}
-	if r.cfg.DropLast {
-		pc.DropLast = per
-	}
-	plan, err := data.NewPlan(ids, own, pc)
+	plan, noise, steps, err := r.stepPlan(ids, parts, round, phase, epochs, maxSteps, per)
 	if err != nil {
 		return nil, 0, err
-	}
-	steps := (plan.Steps + per - 1) / per
-	padPlan(plan, steps*per)
-	if maxSteps > 0 && maxSteps < steps {
-		steps = maxSteps
-		cutPlan(plan, steps*per) // the steps past the limit are never run: do not load them
 	}
 	cached := ss != nil
 	if !cached {
@@ -192,23 +173,7 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		}
 		defer ss.close()
 	}
-	k := len(ids)
-	// a step reads its activity at its first batch's row; the other rows repeat it
-	active := make([]float32, steps*per*k)
-	var pairs float64
-	for st := 0; st < steps; st++ {
-		for i := 0; i < k; i++ {
-			if st*per < plan.ClientSteps[i] {
-				for j := 0; j < per; j++ {
-					active[(st*per+j)*k+i] = 1
-					if met != nil {
-						met.Samples += int(sumMask(plan, st*per+j, i))
-					}
-				}
-				pairs++
-			}
-		}
-	}
+	active, pairs := activity(plan, steps, per, met)
 	if err := ss.load(s, plan, noise, active, ids, r.cfg.Seed, round, phase); err != nil {
 		return nil, 0, err
 	}
@@ -255,9 +220,70 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 			return nil, 0, fmt.Errorf("fl: %s: %w", where(i), err)
 		}
 	}
-	perClient, err := ss.lossSum.Float64s() // one host sync per phase
+	perClient, err := finiteLosses(ss, ids, round)
+	return perClient, pairs, err
+}
+
+// stepPlan plans epochs epochs of the clients' samples parts[id] in steps of per batches:
+// the plan padded with idle batches to whole steps and cut at maxSteps steps (when > 0),
+// the clients' test-time noise, and the number of steps.
+func (r *Run) stepPlan(ids []int, parts [][]int, round, phase, epochs, maxSteps, per int) (*data.Plan, []float64, int, error) {
+	own := make([][]int, len(ids))
+	var noise []float64
+	for i, c := range ids {
+		own[i] = parts[c]
+		if r.fed.Part.Noise != nil {
+			noise = append(noise, r.fed.Part.Noise[c])
+		}
+	}
+	pc := data.PlanConfig{Epochs: epochs, Batch: r.cfg.Batch, Shuffle: true,
+		Augment: r.cfg.Augment, Seed: r.cfg.Seed, Round: round, Phase: phase}
+	if r.cfg.DropLast {
+		pc.DropLast = per
+	}
+	plan, err := data.NewPlan(ids, own, pc)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	steps := (plan.Steps + per - 1) / per
+	padPlan(plan, steps*per)
+	if maxSteps > 0 && maxSteps < steps {
+		steps = maxSteps
+		cutPlan(plan, steps*per) // the steps past the limit are never run: do not load them
+	}
+	return plan, noise, steps, nil
+}
+
+// activity is the plan's per-step activity [steps·per, K] (a step reads its activity at
+// its first batch's row; the other rows repeat it: a client is active in a step while its
+// first batch is real) and how many (client, step) pairs are active; the active batches'
+// samples are counted into met.
+func activity(plan *data.Plan, steps, per int, met *RoundMetrics) ([]float32, float64) {
+	k := plan.K
+	active := make([]float32, steps*per*k)
+	var pairs float64
+	for st := 0; st < steps; st++ {
+		for i := 0; i < k; i++ {
+			if st*per < plan.ClientSteps[i] {
+				for j := 0; j < per; j++ {
+					active[(st*per+j)*k+i] = 1
+					if met != nil {
+						met.Samples += int(sumMask(plan, st*per+j, i))
+					}
+				}
+				pairs++
+			}
+		}
+	}
+	return active, pairs
+}
+
+// finiteLosses reads the clients' summed step losses (one host sync per phase); a
+// non-finite loss is a DivergedError naming the clients.
+func finiteLosses(ss *stepState, ids []int, round int) ([]float64, error) {
+	perClient, err := ss.lossSum.Float64s()
+	if err != nil {
+		return nil, err
 	}
 	var bad []int
 	for i, v := range perClient {
@@ -266,9 +292,9 @@ func (r *Run) runSteps(s *cuda.Scope, ss *stepState, ids []int, parts [][]int, r
 		}
 	}
 	if bad != nil {
-		return nil, 0, &DivergedError{Round: round + 1, Clients: bad}
+		return nil, &DivergedError{Round: round + 1, Clients: bad}
 	}
-	return perClient, pairs, nil
+	return perClient, nil
 }
 
 // DivergedError is a round whose training loss is not finite (NaN or infinite) for some
@@ -321,7 +347,7 @@ func (r *Run) runStep(st *cuda.Scope, ss *stepState, cached bool, body func(*cud
 	if ss.graph != nil && r.onRunStream {
 		return ss.graph.Replay()
 	}
-	if r.onRunStream && cached && ss.warm && !ss.captured && !r.hooks.host {
+	if r.onRunStream && cached && ss.warm && !ss.captured && !r.hooks.train.HostStep {
 		ss.captured = true
 		if err := r.capture(st, ss, body); err != nil {
 			r.graphErr = err

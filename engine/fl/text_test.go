@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"fmt"
@@ -7,11 +7,14 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
 // textSetup is 4 roles of short repeated lines, sequences of 8+1 characters.
-func textSetup(t *testing.T) *setup {
+func textSetup(t *testing.T) *fltest.Setup {
 	t.Helper()
 	txt := &data.Text{Name: "lines", Vocab: data.Printable}
 	for r := 0; r < 4; r++ {
@@ -41,7 +44,7 @@ func textSetup(t *testing.T) *setup {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close(); te.Close() })
-	return &setup{tf.Fed, tr, te}
+	return &fltest.Setup{Fed: tf.Fed, Train: tr, Test: te}
 }
 
 // smallText is a float64 text Transformer with dropout, for exactness tests.
@@ -54,12 +57,12 @@ func smallText(k int, g *cuda.Generator) (model.Model, error) {
 // clients trained one at a time.
 func TestTextStackedEqualsSequential(t *testing.T) {
 	st := textSetup(t)
-	cfg := Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
-	for _, strat := range []func() Strategy{
-		func() Strategy { return &FedTP{Hyper: smallHyper()} },
-		func() Strategy { return VanillaPersonalizedT() },
+	cfg := fl.Config{Rounds: 2, PerRound: 2, Batch: 16, LR: 0.05, Momentum: 0.9, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}
+	for _, strat := range []func() fl.Strategy{
+		func() fl.Strategy { return &algo.FedTP{Hyper: fltest.SmallHyper()} },
+		func() fl.Strategy { return algo.VanillaPersonalizedT() },
 	} {
-		t.Run(strat().Name(), func(t *testing.T) { checkStackedEqualsSequential(t, st, cfg, strat, smallText) })
+		t.Run(strat().Name(), func(t *testing.T) { fltest.StackedEqualsSequential(t, st, cfg, strat, smallText) })
 	}
 }
 
@@ -67,8 +70,8 @@ func TestTextStackedEqualsSequential(t *testing.T) {
 // per position and that FedTP generates three heads per layer.
 func TestTextEvaluationCountsCharacters(t *testing.T) {
 	st := textSetup(t)
-	f := &FedTP{Hyper: smallHyper()}
-	r, err := New(Config{Rounds: 1, PerRound: 2, Batch: 16, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}, f, st.fed, st.train, st.test, smallText)
+	f := &algo.FedTP{Hyper: fltest.SmallHyper()}
+	r, err := fl.New(fl.Config{Rounds: 1, PerRound: 2, Batch: 16, Seed: 5, Device: cuda.CPU, DType: cuda.Float64}, f, st.Fed, st.Train, st.Test, smallText)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +84,7 @@ func TestTextEvaluationCountsCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for c, n := range ev.Count {
-		if want := 8 * len(st.fed.Part.Test[c]); n != want {
+		if want := 8 * len(st.Fed.Part.Test[c]); n != want {
 			t.Errorf("client %d: %d predictions, want 8 per sequence = %d", c, n, want)
 		}
 		if ev.Accuracy[c] < 0 || ev.Accuracy[c] > 1 {

@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"runtime"
@@ -9,17 +9,19 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
-// threadStep is a Stepper that trains nothing, records the OS thread of each of its steps
+// threadStep is a strategy whose Step hook that trains nothing, records the OS thread of each of its steps
 // and yields the processor after it, and reports each client's real samples.
 type threadStep struct{ tids *[]int }
 
-func (threadStep) Name() string               { return "thread" }
-func (threadStep) Personal(*model.Param) bool { return false }
-func (threadStep) Batches() int               { return 2 }
-func (t threadStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+func (threadStep) Name() string                { return "thread" }
+func (threadStep) Personal(*model.Param) bool  { return false }
+func (t threadStep) TrainHooks() fl.TrainHooks { return fl.TrainHooks{Step: t.step, Batches: 2} }
+func (t threadStep) step(s *cuda.Scope, in fl.StepInput) *cuda.Tensor {
 	*t.tids = append(*t.tids, syscall.Gettid())
 	for range 4 {
 		runtime.Gosched()
@@ -33,10 +35,10 @@ func (t threadStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
 // moved between threads rounded differently from run to run (Per-FedAvg HF's float64
 // weights in the 7th digit, TestPerFedAvgStackedEqualsSequential/HF).
 func TestRoundStaysOnOneThread(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
 	var tids []int
-	r, err := New(Config{Rounds: 2, PerRound: 3, Epochs: 4, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU},
-		threadStep{&tids}, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	r, err := fl.New(fl.Config{Rounds: 2, PerRound: 3, Epochs: 4, Batch: 7, LR: 0.05, Seed: 11, Device: cuda.CPU},
+		threadStep{&tids}, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"bufio"
@@ -15,20 +15,22 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/model"
 )
 
-// stateStep is a Stepper that computes each step's loss (a forward pass: the convolutions'
+// stateStep is a strategy whose Step hook that computes each step's loss (a forward pass: the convolutions'
 // and linear layers' BLAS calls) and then records what its OS thread computes with.
 type stateStep struct {
 	mu     *sync.Mutex
 	states map[int]cuda.ThreadState // by OS thread id
 }
 
-func (stateStep) Name() string               { return "state" }
-func (stateStep) Personal(*model.Param) bool { return false }
-func (stateStep) Batches() int               { return 1 }
-func (t stateStep) Step(s *cuda.Scope, in StepInput) *cuda.Tensor {
+func (stateStep) Name() string                { return "state" }
+func (stateStep) Personal(*model.Param) bool  { return false }
+func (t stateStep) TrainHooks() fl.TrainHooks { return fl.TrainHooks{Step: t.step, Batches: 1} }
+func (t stateStep) step(s *cuda.Scope, in fl.StepInput) *cuda.Tensor {
 	loss := in.Loss(s, in.Model, in.Batches[0], in.Passes[0])
 	st := cuda.CurrentThreadState()
 	t.mu.Lock()
@@ -124,10 +126,10 @@ func TestWorkerThreadsComputeAlone(t *testing.T) {
 // workerThreadsChild trains one round of four clients on two worker threads and prints each
 // worker thread's state.
 func workerThreadsChild(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
 	step := stateStep{&sync.Mutex{}, map[int]cuda.ThreadState{}}
-	r, err := New(Config{Rounds: 1, PerRound: 4, Epochs: 2, Batch: 8, LR: 0.05, Seed: 1, Device: cuda.CPU, Workers: 2},
-		step, st.fed, st.train, st.test, convnet(16, 1, 4, false))
+	r, err := fl.New(fl.Config{Rounds: 1, PerRound: 4, Epochs: 2, Batch: 8, LR: 0.05, Seed: 1, Device: cuda.CPU, Workers: 2},
+		step, st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 	if err != nil {
 		t.Fatal(err)
 	}

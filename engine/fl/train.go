@@ -58,10 +58,10 @@ func (r *Run) trainClients(s *cuda.Scope, local []int, generated []*cuda.Tensor,
 func (r *Run) localTrain(s *cuda.Scope, m model.Model, ids []int, generated []*cuda.Tensor, round int, met *RoundMetrics) ([][]float64, float64, error) {
 	r.load(s, m, ids)
 	r.loadGenerated(s, m, generated)
-	if st := r.hooks.start; st != nil {
+	if start := r.hooks.train.Start; start != nil {
 		grad := s.GradEnabled()
 		s.SetGradEnabled(false)
-		st.Start(s, m)
+		start(s, m)
 		s.SetGradEnabled(grad)
 		if err := s.Err(); err != nil {
 			return nil, 0, fmt.Errorf("fl: %s: start: %w", r.strat.Name(), err)
@@ -103,16 +103,16 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 			global = append(global, globalList[i].T)
 		}
 	}
-	reg := r.hooks.penalty
+	penalty := r.hooks.train.Penalty
 	per := r.hooks.perStep(phase)
 	ss, err := r.phaseState(m, phase, ph.Epochs, ph.Steps, per, parts, r.hooks.newOptimizer(phase, SGDConfig{LR: r.cfg.LR, Momentum: r.cfg.Momentum, WeightDecay: r.cfg.WeightDecay}))
 	if err != nil {
 		return nil, 0, err
 	}
 	opt := ss.opt // the phase's, kept with its buffers for the whole run
-	if stepper := r.hooks.stepper; stepper != nil && phase != FineTunePhase {
+	if step := r.hooks.train.Step; step != nil && phase != FineTunePhase {
 		return r.runSteps(s, ss, ids, parts, round, phase, ph.Epochs, ph.Steps, per, met, func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor {
-			return stepper.Step(st, StepInput{Model: m, Batches: bs, Passes: passes, Params: train, Global: global,
+			return step(st, StepInput{Model: m, Batches: bs, Passes: passes, Params: train, Global: global,
 				Opt: opt, Active: active, Loss: r.loss})
 		})
 	}
@@ -120,8 +120,8 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 		b, pass := bs[0], passes[0]
 		perClient := r.loss(st, m, b, pass)
 		loss := st.Sum(perClient, false)
-		if reg != nil {
-			loss = st.Add(loss, reg.Penalty(st, train, global))
+		if penalty != nil {
+			loss = st.Add(loss, penalty(st, train, global))
 		}
 		grads := st.Grad([]*cuda.Tensor{loss}, nil, train, cuda.GradOptions{AllowUnused: true})
 		if st.Err() != nil { // e.g. a batch the model cannot take: runSteps says so; do not step
@@ -137,16 +137,16 @@ func (r *Run) trainPhase(s *cuda.Scope, m model.Model, ids []int, parts [][]int,
 	})
 }
 
-// loss is each client's local loss [K]: the strategy's Objective, else the mean
+// loss is each client's local loss [K]: the strategy's TrainHooks.Loss, else the mean
 // cross-entropy over the client's real samples.
 func (r *Run) loss(s *cuda.Scope, m model.Model, b Batch, pass *model.Pass) *cuda.Tensor {
-	if obj := r.hooks.objective; obj != nil {
-		return obj.Loss(s, m, b, pass)
+	if loss := r.hooks.train.Loss; loss != nil {
+		return loss(s, m, b, pass)
 	}
-	return maskedMean(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
+	return MeanCrossEntropy(s, m.Forward(s, b.X, pass), b.Y, b.Mask)
 }
 
-// stepFunc runs one training step on its consecutive batches bs (one, unless a Stepper
+// stepFunc runs one training step on its consecutive batches bs (one, unless a Step hook
 // takes more), each with its pass: it returns the clients' losses [K] and updates whatever
 // it trains. active [K] marks the clients whose epochs are not done.
 type stepFunc func(st *cuda.Scope, bs []Batch, passes []*model.Pass, active *cuda.Tensor) *cuda.Tensor
@@ -220,6 +220,13 @@ func (o *sgd) Step(s *cuda.Scope, params, grads []*cuda.Tensor, active *cuda.Ten
 		s.ForeachAddcmul(o.bufs, params, a, o.wd)
 	}
 	s.ForeachAddcmul(params, o.bufs, a, -o.lr) // p −= lr·buf·a
+}
+
+// PerClient views a per-client value v [K] (a step's activity, 1 or 0) as [K, 1, ...] in
+// each parameter's dtype and rank, so that an update multiplied by it moves only the active
+// clients' rows: one small tensor per distinct rank and dtype.
+func PerClient(s *cuda.Scope, params []*cuda.Tensor, v *cuda.Tensor) []*cuda.Tensor {
+	return perParam(s, params, v, 1, 0)
 }
 
 // perParam is active·mul + add [K], computed in each parameter's dtype and viewed as

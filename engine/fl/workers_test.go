@@ -1,4 +1,4 @@
-package fl
+package fl_test
 
 import (
 	"math"
@@ -8,6 +8,9 @@ import (
 
 	"pfl/cuda"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/fl/internal/fltest"
 	"pfl/engine/hyper"
 	"pfl/engine/model"
 )
@@ -24,9 +27,9 @@ import (
 // tolerance: a kernel that rounded by stack size would break this, and with it the
 // promise that a run does not depend on the machine's core count (train.workers' default).
 func TestWorkersBitIdentical(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 6, Alpha: 0.5, MinSize: 5, Seed: 3})
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
-		return model.Build(vitSpec(16, 2, 8, 24, nil), k, cuda.CPU, cuda.Float32, g)
+		return model.Build(fltest.VitSpec(16, 2, 8, 24, nil), k, cuda.CPU, cuda.Float32, g)
 	}
 	focal := func(k int, g *cuda.Generator) (model.Model, error) {
 		c := model.FocalNetConfig{Image: 16, Channels: 1, Patch: 4, Dims: []int64{8}, Depths: []int64{2}, Levels: 2, Window: 3, MLPRatio: 2, Classes: 4}
@@ -35,22 +38,22 @@ func TestWorkersBitIdentical(t *testing.T) {
 	small := hyper.Config{Embed: 8, Hidden: 12, Layers: 4}
 	for _, c := range []struct {
 		name  string
-		strat func() Strategy
-		build Builder
+		strat func() fl.Strategy
+		build fl.Builder
 	}{
-		{"fedtp", func() Strategy { return &FedTP{Hyper: small} }, vit},
-		{"fedper", FedPer, vit},
-		{"transfed", func() Strategy { return transFed(Options{Hyper: small}) }, focal},
+		{"fedtp", func() fl.Strategy { return &algo.FedTP{Hyper: small} }, vit},
+		{"fedper", algo.FedPer, vit},
+		{"transfed", func() fl.Strategy { return fltest.Strategy(t, "transfed", fl.Options{Hyper: small}) }, focal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{Rounds: 2, PerRound: 4, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-5,
+			cfg := fl.Config{Rounds: 2, PerRound: 4, Epochs: 1, Batch: 9, LR: 0.05, Momentum: 0.9, WeightDecay: 1e-5,
 				EvalEvery: 1, EvalChunk: 2, Seed: 5, Device: cuda.CPU}
-			var want *Run
+			var want *fl.Run
 			for _, v := range []struct{ workers, stack, groups int }{
 				{1, 0, 1}, {2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {1, 1, 4}, {1, 2, 2}, {2, 3, 2}, {3, 2, 2}, {4, 4, 1},
 			} {
 				cfg.Workers, cfg.Stack = v.workers, v.stack
-				r, err := New(cfg, c.strat(), st.fed, st.train, st.test, c.build)
+				r, err := fl.New(cfg, c.strat(), st.Fed, st.Train, st.Test, c.build)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -58,7 +61,7 @@ func TestWorkersBitIdentical(t *testing.T) {
 				if _, err := r.Train(); err != nil {
 					t.Fatal(err)
 				}
-				if got := max(len(r.groups.train), 1); got != v.groups {
+				if got := max(len(r.TrainGroups()), 1); got != v.groups {
 					t.Fatalf("workers %d, stack %d: %d groups, want %d", v.workers, v.stack, got, v.groups)
 				}
 				workers := 10*v.workers + v.stack // named in failures as workers·10 + stack
@@ -66,17 +69,15 @@ func TestWorkersBitIdentical(t *testing.T) {
 					want = r
 					continue
 				}
-				sameBits(t, workers, "global", params(want.global), params(r.global))
-				for i := range want.store {
-					if want.store[i] != nil {
-						sameBits(t, workers, "store", want.store[i:i+1], r.store[i:i+1])
+				sameBits(t, workers, "global", params(want.Global()), params(r.Global()))
+				for i := range want.Store() {
+					if want.Store()[i] != nil {
+						sameBits(t, workers, "store", want.Store()[i:i+1], r.Store()[i:i+1])
 					}
 				}
-				if s, ok := want.strat.(Stateful); ok {
-					_, a := s.State()
-					_, b := r.strat.(Stateful).State()
-					sameBits(t, workers, "server state", a, b)
-				}
+				_, a := want.ServerState()
+				_, b := r.ServerState()
+				sameBits(t, workers, "server state", a, b)
 				for i, m := range want.History {
 					g := r.History[i]
 					if m.TrainLoss != g.TrainLoss || m.Samples != g.Samples {
@@ -120,14 +121,14 @@ func sameBits(t *testing.T, workers int, what string, a, b []*cuda.Tensor) {
 // training, and a negative count, each naming the reason.
 func TestWorkersRefused(t *testing.T) {
 	for _, c := range []struct {
-		cfg  Config
+		cfg  fl.Config
 		want string
 	}{
-		{Config{Rounds: 1, PerRound: 2, Workers: 2, Device: cuda.Device{Type: cuda.CUDADevice}}, "workers"},
-		{Config{Rounds: 1, PerRound: 2, Workers: 2, Sequential: true, Device: cuda.CPU}, "sequential"},
-		{Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "train.workers: -1"},
-		{Config{Rounds: 1, PerRound: 2, Stack: -1, Device: cuda.CPU}, "train.stack: -1"},
-		{Config{Rounds: 1, PerRound: 2, Stack: 1, Device: cuda.Device{Type: cuda.CUDADevice}}, "train.stack: 1"},
+		{fl.Config{Rounds: 1, PerRound: 2, Workers: 2, Device: cuda.Device{Type: cuda.CUDADevice}}, "Config.Workers: 2 on cuda"},
+		{fl.Config{Rounds: 1, PerRound: 2, Workers: 2, Sequential: true, Device: cuda.CPU}, "but Config.Sequential trains"},
+		{fl.Config{Rounds: 1, PerRound: 2, Workers: -1, Device: cuda.CPU}, "Config.Workers: -1"},
+		{fl.Config{Rounds: 1, PerRound: 2, Stack: -1, Device: cuda.CPU}, "Config.Stack: -1"},
+		{fl.Config{Rounds: 1, PerRound: 2, Stack: 1, Device: cuda.Device{Type: cuda.CUDADevice}}, "Config.Stack: 1"},
 	} {
 		err := c.cfg.Validate(4)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -143,10 +144,10 @@ func TestWorkersRefused(t *testing.T) {
 // and the loss computed from it, can move by a few units in the last place (~1e-7
 // relative); a mean of such losses moves by no more, and 1e-6 leaves a factor of 10.
 func TestEvalBatchChangesNoPrediction(t *testing.T) {
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
-	var res []EvalResult
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodDirichlet, Clients: 4, Alpha: 0.5, MinSize: 5, Seed: 3})
+	var res []fl.EvalResult
 	for _, b := range []int{3, 50} {
-		r, err := New(Config{Rounds: 1, PerRound: 2, Batch: 9, EvalBatch: b, LR: 0.05, Seed: 5, Device: cuda.CPU}, FedPer(), st.fed, st.train, st.test, convnet(16, 1, 4, false))
+		r, err := fl.New(fl.Config{Rounds: 1, PerRound: 2, Batch: 9, EvalBatch: b, LR: 0.05, Seed: 5, Device: cuda.CPU}, algo.FedPer(), st.Fed, st.Train, st.Test, fltest.Convnet(16, 1, 4, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,15 +179,15 @@ func TestProbeActivations(t *testing.T) {
 	if _, ok := cuda.HostCache(); !ok {
 		t.Skip("the CPU caching allocator is off (PFL_CPU_CACHE=0)")
 	}
-	st := newSetup(t, tinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
+	st := fltest.NewSetup(t, fltest.TinySplit(), data.PartitionConfig{Method: data.MethodIID, Clients: 4, Seed: 3})
 	vit := func(k int, g *cuda.Generator) (model.Model, error) {
 		// the MLP's hidden layer of a batch of 40: 40·17·1024 floats, 2.8 MB
-		return model.Build(vitSpec(256, 2, 128, 1024, nil), k, cuda.CPU, cuda.Float32, g)
+		return model.Build(fltest.VitSpec(256, 2, 128, 1024, nil), k, cuda.CPU, cuda.Float32, g)
 	}
 	var sizes []float64
-	var runs []*Run
+	var runs []*fl.Run
 	for _, batch := range []int{40, 60} {
-		r, err := New(Config{Rounds: 1, PerRound: 3, Batch: batch, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, FedPer(), st.fed, st.train, st.test, vit)
+		r, err := fl.New(fl.Config{Rounds: 1, PerRound: 3, Batch: batch, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, algo.FedPer(), st.Fed, st.Train, st.Test, vit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,34 +202,34 @@ func TestProbeActivations(t *testing.T) {
 	if sizes[1] <= sizes[0] {
 		t.Fatalf("activations of batch 60 %v bytes, of batch 40 %v", sizes[1], sizes[0])
 	}
-	plain, err := New(Config{Rounds: 1, PerRound: 3, Batch: 40, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, FedPer(), st.fed, st.train, st.test, vit)
+	plain, err := fl.New(fl.Config{Rounds: 1, PerRound: 3, Batch: 40, LR: 0.05, Seed: 5, Device: cuda.CPU, Workers: 2}, algo.FedPer(), st.Fed, st.Train, st.Test, vit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	for _, r := range []*Run{runs[0], plain} {
+	for _, r := range []*fl.Run{runs[0], plain} {
 		if _, err := r.Train(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sameBits(t, 0, "global after a probe", params(plain.global), params(runs[0].global))
-	for i := range plain.store {
-		if plain.store[i] != nil {
-			sameBits(t, 0, "store after a probe", plain.store[i:i+1], runs[0].store[i:i+1])
+	sameBits(t, 0, "global after a probe", params(plain.Global()), params(runs[0].Global()))
+	for i := range plain.Store() {
+		if plain.Store()[i] != nil {
+			sameBits(t, 0, "store after a probe", plain.Store()[i:i+1], runs[0].Store()[i:i+1])
 		}
 	}
 	for _, c := range []struct {
-		cfg  Config
+		cfg  fl.Config
 		want int
 	}{
-		{Config{Workers: 1}, 3},
-		{Config{Workers: 2}, 2},           // clients one by one, two threads
-		{Config{Workers: 2, Stack: 2}, 4}, // groups of 2 + 1, two threads: the largest twice
-		{Config{Workers: 1, Stack: 1}, 1},
+		{fl.Config{Workers: 1}, 3},
+		{fl.Config{Workers: 2}, 2},           // clients one by one, two threads
+		{fl.Config{Workers: 2, Stack: 2}, 4}, // groups of 2 + 1, two threads: the largest twice
+		{fl.Config{Workers: 1, Stack: 1}, 1},
 	} {
 		cfg := c.cfg
 		cfg.Rounds, cfg.PerRound, cfg.Batch, cfg.LR, cfg.Seed, cfg.Device = 1, 3, 40, 0.05, 5, cuda.CPU
-		r, err := New(cfg, FedPer(), st.fed, st.train, st.test, vit)
+		r, err := fl.New(cfg, algo.FedPer(), st.Fed, st.Train, st.Test, vit)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -392,13 +392,50 @@ func BalancedPredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []
 	if err != nil {
 		return 0, nil, nil, nil, err
 	}
-	nd := len(omega)
-	type draw struct {
-		v           mat.Dense
-		dMu, dV, pr []float64
+	draws, err := predictiveDraws(h, post, kth, khh)
+	if err != nil {
+		return 0, nil, nil, nil, err
 	}
-	draws := make([]draw, nd)
-	err = ForEach(nd, func(d int) error {
+	nd := len(draws)
+	p := make([]float64, m)
+	for d := range draws {
+		for j, pr := range draws[d].pr {
+			p[j] += pr / float64(nd)
+		}
+	}
+	dp := make([]float64, m) // ∂L/∂p_j
+	for j := 0; j < m; j++ {
+		pt, dpt := Balanced(p[j], wLeft, wRight)
+		q, sign := pt, 1.0
+		if !heldLeft[j] {
+			q, sign = 1-pt, -1
+		}
+		loss -= math.Log(q+logEps) / float64(m)
+		dp[j] = -sign / ((q + logEps) * float64(m)) * dpt
+	}
+	dKhh = make([]float64, m)
+	for d := range draws {
+		for j := 0; j < m; j++ {
+			dKhh[j] += dp[j] * draws[d].dV[j] / float64(nd)
+		}
+	}
+	dKtt, dKth = predictiveKernelGrads(post, draws, dp, n)
+	return loss, dKtt, dKth, dKhh, nil
+}
+
+// predictiveDraw is one chain's predictive at the held-out points: V = A_d⁻¹ K_th, each
+// point's P(left | x) and its derivatives with respect to the predictive mean and variance.
+type predictiveDraw struct {
+	v           mat.Dense
+	dMu, dV, pr []float64
+}
+
+// predictiveDraws computes every draw's predictive at the held-out points (in parallel);
+// a variance that rounds below minVar is clamped there, with no gradient.
+func predictiveDraws(h Hermite, post *Posterior, kth *mat.Dense, khh []float64) ([]predictiveDraw, error) {
+	_, m := kth.Dims()
+	draws := make([]predictiveDraw, len(post.chol))
+	err := ForEach(len(draws), func(d int) error {
 		dr := &draws[d]
 		if err := post.chol[d].SolveTo(&dr.v, kth); err != nil {
 			return err
@@ -420,33 +457,17 @@ func BalancedPredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, nil, nil, nil, err
-	}
-	p := make([]float64, m)
-	for d := range draws {
-		for j, pr := range draws[d].pr {
-			p[j] += pr / float64(nd)
-		}
-	}
-	dp := make([]float64, m) // ∂L/∂p_j
-	for j := 0; j < m; j++ {
-		pt, dpt := Balanced(p[j], wLeft, wRight)
-		q, sign := pt, 1.0
-		if !heldLeft[j] {
-			q, sign = 1-pt, -1
-		}
-		loss -= math.Log(q+logEps) / float64(m)
-		dp[j] = -sign / ((q + logEps) * float64(m)) * dpt
-	}
+	return draws, err
+}
+
+// predictiveKernelGrads is the loss's gradient with respect to K_tt (n × n) and K_th,
+// given dp, its gradient with respect to every held-out point's mean probability over the
+// chains: each chain's part computed in parallel, then summed in chain order, whatever ran
+// first.
+func predictiveKernelGrads(post *Posterior, draws []predictiveDraw, dp []float64, n int) (dKtt, dKth *mat.Dense) {
+	nd, m := len(draws), len(dp)
 	type grads struct{ tt, th *mat.Dense }
 	per := make([]grads, nd)
-	dKhh = make([]float64, m)
-	for d := range draws {
-		for j := 0; j < m; j++ {
-			dKhh[j] += dp[j] * draws[d].dV[j] / float64(nd)
-		}
-	}
 	_ = ForEach(nd, func(d int) error {
 		dr := &draws[d]
 		alpha := post.alpha[d]
@@ -475,11 +496,11 @@ func BalancedPredictiveLoss(h Hermite, ktt *mat.SymDense, kth *mat.Dense, khh []
 		return nil
 	})
 	dKtt, dKth = per[0].tt, per[0].th
-	for d := 1; d < nd; d++ { // summed in chain order, whatever ran first
+	for d := 1; d < nd; d++ {
 		dKtt.Add(dKtt, per[d].tt)
 		dKth.Add(dKth, per[d].th)
 	}
-	return loss, dKtt, dKth, dKhh, nil
+	return dKtt, dKth
 }
 
 // MarginalLoss is one node's negative augmented marginal likelihood per sample, as the

@@ -19,6 +19,25 @@ type Headed interface {
 	FeatureDim() int64
 }
 
+// HeadedOf is m as a Headed model, for an algorithm that reads the features its head
+// reads (FedRoD's second head, FedTP+KNN's memory); the error names a model that does not
+// expose them.
+func HeadedOf(m Model) (Headed, error) {
+	if h, ok := m.(Headed); ok {
+		return h, nil
+	}
+	return nil, fmt.Errorf("model %s does not expose the features its head reads", m.Name())
+}
+
+// TwoHeadsOf is m as NewTwoHeads made it, for FedRoD's loss on its two heads; the error
+// names a model without a personal head.
+func TwoHeadsOf(m Model) (*TwoHeads, error) {
+	if h, ok := m.(*TwoHeads); ok {
+		return h, nil
+	}
+	return nil, fmt.Errorf("model %s has no personal head", m.Name())
+}
+
 // FeatureDim is the token width.
 func (m *ViT) FeatureDim() int64 { return m.Cfg.Dim }
 

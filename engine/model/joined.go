@@ -44,6 +44,19 @@ func Join(prefixes []string, parts ...Model) (*Joined, error) {
 // Part is the i-th joined model.
 func (j *Joined) Part(i int) Model { return j.parts[i] }
 
+// PartOf is part i of m, a model Join made (Ditto's personal copy, APFL's mixing weight);
+// the error names a model that is not joined or has no such part.
+func PartOf(m Model, i int) (Model, error) {
+	j, ok := m.(*Joined)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("model %s has no personal copy (it is not joined)", m.Name())
+	case i < 0 || i >= len(j.parts):
+		return nil, fmt.Errorf("model %s joins %d parts, not %d", m.Name(), len(j.parts), i+1)
+	}
+	return j.parts[i], nil
+}
+
 // Name is the first part's name.
 func (j *Joined) Name() string { return j.parts[0].Name() }
 

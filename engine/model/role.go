@@ -38,6 +38,10 @@ var roleNames = [...]string{
 	"inducing",
 }
 
+// FocalRoles are the parameters of a FocalNet's focal-modulation layer: f, the context
+// convolutions, h and proj (what TransFed generates and Vanilla customized-T keeps local).
+func FocalRoles() []Role { return []Role{RoleFocalF, RoleFocalCtx, RoleFocalH, RoleFocalProj} }
+
 // String is the role's name, as ParseRole reads it.
 func (r Role) String() string {
 	if r >= 0 && r < numRoles {

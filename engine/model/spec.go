@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,104 +141,105 @@ func (s Spec) Builder() (Factory, error) {
 		return nil, err
 	}
 	p, _ := Lookup(s.Preset)
-	or := func(v, def int64) int64 {
-		if v != 0 {
-			return v
-		}
-		return def
-	}
-	classes := or(s.Classes, p.Classes)
-	name := s.Preset
+	classes := cmp.Or(s.Classes, p.Classes)
+	var f Factory
+	var err error
 	switch p.family {
 	case familyViT:
-		c := p.vit(classes)
-		c.Image, c.Channels, c.Depth, c.Patch = or(s.Image, c.Image), or(s.Channels, c.Channels), or(s.Depth, c.Depth), or(s.Patch, c.Patch)
-		c.Dim, c.Heads, c.HeadDim, c.MLP = or(s.Dim, c.Dim), or(s.Heads, c.Heads), or(s.HeadDim, c.HeadDim), or(s.MLP, c.MLP)
-		if s.Prefix != (PrefixConfig{}) {
-			c.Prefix = s.Prefix
-		}
-		c.Prompts = or(s.Prompts, c.Prompts)
-		if s.Adapter != (MLPAdapterConfig{}) {
-			c.MLPAdapter = s.Adapter
-		}
-		if s.Dropout != nil {
-			c.Dropout = *s.Dropout
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewViT(name, c, k, dev, dt, g))
-		}, nil
+		f, err = factory(s.Preset, s.applyViT(p.vit(classes)), NewViT)
 	case familyFocal:
-		c := p.focal(classes)
-		c.Image, c.Channels, c.Levels = or(s.Image, c.Image), or(s.Channels, c.Channels), or(s.Levels, c.Levels)
-		if s.Depth != 0 {
-			c.Depths = slices.Repeat([]int64{s.Depth}, len(c.Depths))
-		}
-		c.Patch = or(s.Patch, c.Patch)
-		if s.Dim != 0 { // the first stage's width; each later stage doubles it, as FocalNet's
-			for i := range c.Dims {
-				c.Dims[i] = s.Dim << i
-			}
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewFocalNet(name, c, k, dev, dt, g))
-		}, nil
+		f, err = factory(s.Preset, s.applyFocal(p.focal(classes)), NewFocalNet)
 	case familyConv:
-		c := p.conv(or(s.Image, 32), or(s.Channels, 3), classes)
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewConvNet(name, c, k, dev, dt, g))
-		}, nil
+		f, err = factory(s.Preset, p.conv(cmp.Or(s.Image, 32), cmp.Or(s.Channels, 3), classes), NewConvNet)
 	case familyResNet:
-		c := p.resnet(classes)
-		c.Image, c.Channels = or(s.Image, c.Image), or(s.Channels, c.Channels)
-		if s.Dim != 0 { // the stem's and first stage's width; each later stage doubles it
-			c.Stem = s.Dim
-			for i := range c.Widths {
-				c.Widths[i] = s.Dim << i
-			}
-		}
-		if s.Depth != 0 {
-			c.Blocks = slices.Repeat([]int64{s.Depth}, len(c.Blocks))
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewResNet(name, c, k, dev, dt, g))
-		}, nil
+		f, err = factory(s.Preset, s.applyResNet(p.resnet(classes)), NewResNet)
 	case familyText:
-		c := TextTransformer(2)
-		c.Vocab, c.SeqLen = or(s.Vocab, c.Vocab), or(s.SeqLen, c.SeqLen)
-		c.MaxLen = max(c.MaxLen, c.SeqLen)
-		c.Depth, c.Dim, c.Heads, c.HeadDim, c.FFN = or(s.Depth, c.Depth), or(s.Dim, c.Dim), or(s.Heads, c.Heads), or(s.HeadDim, c.HeadDim), or(s.MLP, c.FFN)
-		if s.Dropout != nil {
-			c.Dropout = *s.Dropout
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewTextModel(name, c, k, dev, dt, g))
-		}, nil
+		f, err = factory(s.Preset, s.applyText(TextTransformer(2)), NewTextModel)
 	case familyLSTM:
 		c := LSTM()
-		c.Vocab, c.SeqLen = or(s.Vocab, c.Vocab), or(s.SeqLen, c.SeqLen)
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
-		}
-		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
-			return built(NewLSTM(name, c, k, dev, dt, g))
-		}, nil
+		c.Vocab, c.SeqLen = cmp.Or(s.Vocab, c.Vocab), cmp.Or(s.SeqLen, c.SeqLen)
+		f, err = factory(s.Preset, c, NewLSTM)
+	default:
+		return nil, fmt.Errorf("model %s: unknown family", s.Preset)
 	}
-	return nil, fmt.Errorf("model %s: unknown family", name)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", s.Preset, err)
+	}
+	return f, nil
+}
+
+// factory validates c and returns the Factory that builds it with newModel.
+func factory[C interface{ Validate() error }, M Model](name string, c C, newModel func(string, C, int, cuda.Device, cuda.DType, *cuda.Generator) (M, error)) (Factory, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
+		m, err := newModel(name, c, k, dev, dt, g)
+		if err != nil {
+			return nil, err // not m: a nil *ViT inside a Model interface is not nil, and Close on it panics
+		}
+		return m, nil
+	}, nil
+}
+
+// applyViT is the preset's ViT c with s's overrides.
+func (s Spec) applyViT(c ViTConfig) ViTConfig {
+	c.Image, c.Channels, c.Depth, c.Patch = cmp.Or(s.Image, c.Image), cmp.Or(s.Channels, c.Channels), cmp.Or(s.Depth, c.Depth), cmp.Or(s.Patch, c.Patch)
+	c.Dim, c.Heads, c.HeadDim, c.MLP = cmp.Or(s.Dim, c.Dim), cmp.Or(s.Heads, c.Heads), cmp.Or(s.HeadDim, c.HeadDim), cmp.Or(s.MLP, c.MLP)
+	if s.Prefix != (PrefixConfig{}) {
+		c.Prefix = s.Prefix
+	}
+	c.Prompts = cmp.Or(s.Prompts, c.Prompts)
+	if s.Adapter != (MLPAdapterConfig{}) {
+		c.MLPAdapter = s.Adapter
+	}
+	if s.Dropout != nil {
+		c.Dropout = *s.Dropout
+	}
+	return c
+}
+
+// applyFocal is the preset's FocalNet c with s's overrides: Depth blocks in every stage,
+// and Dim the first stage's width, each later stage doubling it, as FocalNet's.
+func (s Spec) applyFocal(c FocalNetConfig) FocalNetConfig {
+	c.Image, c.Channels, c.Levels = cmp.Or(s.Image, c.Image), cmp.Or(s.Channels, c.Channels), cmp.Or(s.Levels, c.Levels)
+	if s.Depth != 0 {
+		c.Depths = slices.Repeat([]int64{s.Depth}, len(c.Depths))
+	}
+	c.Patch = cmp.Or(s.Patch, c.Patch)
+	if s.Dim != 0 {
+		for i := range c.Dims {
+			c.Dims[i] = s.Dim << i
+		}
+	}
+	return c
+}
+
+// applyResNet is the preset's ResNet c with s's overrides: Dim the stem's and first
+// stage's width, each later stage doubling it, and Depth blocks in every stage.
+func (s Spec) applyResNet(c ResNetConfig) ResNetConfig {
+	c.Image, c.Channels = cmp.Or(s.Image, c.Image), cmp.Or(s.Channels, c.Channels)
+	if s.Dim != 0 {
+		c.Stem = s.Dim
+		for i := range c.Widths {
+			c.Widths[i] = s.Dim << i
+		}
+	}
+	if s.Depth != 0 {
+		c.Blocks = slices.Repeat([]int64{s.Depth}, len(c.Blocks))
+	}
+	return c
+}
+
+// applyText is the text transformer c with s's overrides.
+func (s Spec) applyText(c TextConfig) TextConfig {
+	c.Vocab, c.SeqLen = cmp.Or(s.Vocab, c.Vocab), cmp.Or(s.SeqLen, c.SeqLen)
+	c.MaxLen = max(c.MaxLen, c.SeqLen)
+	c.Depth, c.Dim, c.Heads, c.HeadDim, c.FFN = cmp.Or(s.Depth, c.Depth), cmp.Or(s.Dim, c.Dim), cmp.Or(s.Heads, c.Heads), cmp.Or(s.HeadDim, c.HeadDim), cmp.Or(s.MLP, c.FFN)
+	if s.Dropout != nil {
+		c.Dropout = *s.Dropout
+	}
+	return c
 }
 
 // Build builds the model s describes for k clients.
@@ -247,13 +249,4 @@ func Build(s Spec, k int, dev cuda.Device, dt cuda.DType, gen *cuda.Generator) (
 		return nil, err
 	}
 	return f(k, dev, dt, gen)
-}
-
-// built turns a constructor's (pointer, error) into (Model, error) with a nil interface on
-// error: a nil *ViT inside a Model interface is not nil, and calling Close on it panics.
-func built[M Model](m M, err error) (Model, error) {
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
 }

@@ -9,3 +9,14 @@ func Set[T comparable](field *T, v T) {
 		*field = v
 	}
 }
+
+// Value is *p, or T's zero value when p is nil: an optional config key left unset (a nil
+// pointer) reads as zero, which the engine's typed configs take as the default (the
+// preset's, the algorithm's own).
+func Value[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
