@@ -10,8 +10,8 @@
 #                                    not link libtorch and run on x86-64 Linux with glibc
 #                                    2.34 or newer when built on Debian bookworm) and packs
 #                                    them into one archive, bin/gpu.tar.xz (xz -9: its 64 MiB
-#                                    window spans all six binaries, which share most of
-#                                    their code); prints its size and the size of what
+#                                    window reaches across the six binaries, which share
+#                                    most of their code); prints its size and the size of what
 #                                    travels (the files git would send, tracked and
 #                                    untracked-not-ignored, plus the archive) and fails above
 #                                    40 MiB. Reuses both when no Go input changed
@@ -31,11 +31,13 @@
 #                                    the stages in order without timeouts or budget (default
 #                                    all of them):
 #       build      build-cuda/libpfltorch.so against that torch (cmake rebuilds nothing that
-#                  is up to date)
-#       tests      the CUDA tests: cuda package (graphs, reseeded generators, bf16), the
-#                  custom kernels of kernels/ (CUDA equals the CPU reference bit for bit and
-#                  the libtorch path within the tests' bounds), the round loop (captured
-#                  steps equal eager ones, no growth), the smoke run
+#                  is up to date); if that fails, once more without the custom kernels and
+#                  the Gloo/NCCL paths, which the benchmarks do not need
+#       tests      first the CUDA tests, by name, reported test by test: cuda package
+#                  (graphs, reseeded generators, bf16), the round loop (captured steps equal
+#                  eager ones, no growth), the custom kernels of kernels/ (CUDA equals the
+#                  CPU reference bit for bit and the libtorch path within the tests' bounds),
+#                  the smoke run on CUDA; then the other tests, reported apart
 #       kernels    go test -bench in bench/ (models at K=1 and K=8, kernels, matmul peak)
 #                  and in kernels/ (each custom kernel beside its libtorch path)
 #       workloads  pfl bench at full size, every workload in each of PFL_BENCH_PRECISIONS
@@ -63,14 +65,21 @@
 # preflight; and after the build, `pfl doctor` must see a CUDA device, else the GPU steps are
 # not started.
 #
-# Preflight: torch must be a CUDA build; nvcc (CUDACXX, else PATH, $CUDA_HOME/bin,
-# /usr/local/cuda/bin) must be the CUDA major.minor that torch was built with
-# (torch.version.cuda); CMake must be new enough for that CUDA (3.18; for CUDA 13 3.31.8, or
-# 4.0.3 in the 4.0 series: from those on FindCUDAToolkit reads the include folders nvcc
-# reports as SYSTEM_INCLUDES, where CUDA 13 puts its relocated CCCL headers, include/cccl);
-# a C++ compiler must be there; glibc must be 2.34 or newer (the binaries of `prepare`,
-# built on Debian bookworm, need GLIBC_2.34). The build then gets that nvcc and its toolkit
-# as CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT. PFL_PYTHON picks the python.
+# Preflight: it refuses only what cannot build or run: torch must be a CUDA build; nvcc
+# (CUDACXX, else PATH, $CUDA_HOME/bin, /usr/local/cuda/bin) must be of the CUDA major version
+# that torch was built with (torch.version.cuda); CMake must be 3.18 or newer; a C++
+# compiler must be there; glibc must be 2.34 or newer (the binaries of `prepare`, built on
+# Debian bookworm, need GLIBC_2.34). It warns, and goes on, where the build may still work:
+# nvcc of another minor version than torch's (PyTorch's own extension builder allows that
+# too); for CUDA 13 a CMake older than 3.31.8 (4.0.3 in the 4.0 series: from those on
+# FindCUDAToolkit lists the include folders nvcc reports, where CUDA 13 put its CCCL
+# headers, include/cccl; CMakeLists.txt adds that folder itself for an older one); a
+# toolkit without the cuBLAS, cuSPARSE or cuSOLVER headers or the cuFFT, cuRAND or NVRTC
+# libraries that torch's CMake config looks for (it names each one missing). The build
+# then gets that nvcc and its toolkit as CMAKE_CUDA_COMPILER, CUDAToolkit_ROOT and
+# CUDA_TOOLKIT_ROOT_DIR (the last for torch's older CMake code), with the toolkit's bin/
+# first on PATH, since torch's CMake config takes the nvcc it finds there. PFL_PYTHON picks
+# the python.
 #
 # Output: logs, device description, benchmark JSON and summary.txt (each step's status and
 # seconds) go to bench/out/. After every step they are packed into gpu-logs.tgz in the folder
@@ -126,11 +135,11 @@ ver_ge() {
 }
 
 # preflight checks what the CUDA build and the carried binaries need (see the header) and
-# sets nvcc and cuda_root for the build stage; it prints every finding and fails with all
-# the problems it found.
+# sets nvcc and cuda_root for the build stage; it prints every finding, warns of what may
+# still build, and fails with all the problems it found.
 nvcc="" cuda_root=""
 preflight() {
-  local py=${PFL_PYTHON:-python3} problems=() info="" want="" got="" cm="" cxx="" glibc="" k v c p
+  local py=${PFL_PYTHON:-python3} problems=() warnings=() info="" want="" got="" cm="" cxx="" glibc="" k v c p
   local -A torch=([version]="?" [cuda]="?" [include]="" [lib]="" [prefix]="")
   echo "== preflight =="
   if ! info=$("$py" -c 'import os, torch, torch.utils
@@ -167,9 +176,12 @@ print("lib", os.path.join(d, "lib"))' 2>&1); then
     echo "nvcc:     $nvcc, CUDA ${got:-?} (toolkit $cuda_root)"
     if [ -z "$got" ]; then
       problems+=("could not read the CUDA version from '$nvcc --version'")
+    elif [ -n "$want" ] && [ "${got%%.*}" != "${want%%.*}" ]; then
+      problems+=("nvcc $nvcc is CUDA $got but torch ${torch[version]} was built with CUDA ${torch[cuda]}: their major versions must agree (put a CUDA ${want%%.*} toolkit first on PATH or set CUDACXX to its nvcc, or install a torch built for CUDA ${got%%.*})")
     elif [ -n "$want" ] && [ "$got" != "$want" ]; then
-      problems+=("nvcc $nvcc is CUDA $got but torch ${torch[version]} was built with CUDA ${torch[cuda]}: their major.minor must agree (put the CUDA $want toolkit first on PATH or set CUDACXX to its nvcc, or install a torch built for CUDA $got)")
+      warnings+=("nvcc $nvcc is CUDA $got but torch ${torch[version]} was built with CUDA ${torch[cuda]}: the major versions agree, so the build goes on (as PyTorch's extension builder does); the CUDA libraries torch loads stay its own (docs/gpu.md)")
     fi
+    toolkit_check
   fi
 
   [[ "$(cmake --version 2>/dev/null || true)" =~ ^cmake\ version\ ([0-9][0-9.]*[0-9]) ]] && cm=${BASH_REMATCH[1]}
@@ -182,7 +194,9 @@ print("lib", os.path.join(d, "lib"))' 2>&1); then
     problems+=("cmake $cm is older than 3.18, which CMakeLists.txt needs")
   elif [[ "$cuda_major" =~ ^[0-9]+$ ]] && [ "$cuda_major" -ge 13 ] &&
     { ! ver_ge "$cm" 3.31.8 || { ver_ge "$cm" 4.0 && ! ver_ge "$cm" 4.0.3; }; }; then
-    problems+=("cmake $cm is too old for CUDA $cuda_major: CUDA 13 needs CMake 3.31.8 or newer (in the 4.0 series 4.0.3): only those read the include folders nvcc reports as SYSTEM_INCLUDES, where CUDA 13 moved its CCCL headers (include/cccl), so older ones miss headers torch's CUDA headers include (pip install cmake gives a current one)")
+    c="its include/cccl (none found under $cuda_root)"
+    for p in "$cuda_root/include/cccl" "$cuda_root"/targets/*/include/cccl; do [ -d "$p" ] && c=$p; done
+    warnings+=("cmake $cm is older than CUDA $cuda_major wants (3.31.8, or 4.0.3 in the 4.0 series, the first to list the include folders nvcc reports, where CUDA 13 moved its CCCL headers): CMakeLists.txt adds $c as a system include itself; pip install cmake gives a current one")
   fi
 
   cxx=${CXX:-c++}
@@ -201,11 +215,35 @@ print("lib", os.path.join(d, "lib"))' 2>&1); then
     problems+=("glibc ${glibc:-unknown} is older than 2.34: the binaries that 'prepare' builds on Debian bookworm need GLIBC_2.34; build them with Go on this machine (bash bench/gpu.sh prepare) instead")
   fi
 
+  for p in "${warnings[@]}"; do echo "gpu.sh: preflight: warning: $p"; done
   if [ ${#problems[@]} -gt 0 ]; then
     for p in "${problems[@]}"; do echo "gpu.sh: preflight: $p" >&2; done
     return 1
   fi
-  echo "preflight passed: cmake gets -DCMAKE_CUDA_COMPILER=$nvcc -DCUDAToolkit_ROOT=$cuda_root"
+  echo "preflight passed${warnings[0]:+ with ${#warnings[@]} warning(s)}: cmake gets -DCMAKE_CUDA_COMPILER=$nvcc -DCUDAToolkit_ROOT=$cuda_root -DCUDA_TOOLKIT_ROOT_DIR=$cuda_root"
+}
+
+# toolkit_check (inside preflight: adds to its warnings) looks in the toolkit of nvcc for
+# what torch's CMake config (its CUDA targets) and torch's CUDA headers need beside the
+# runtime: the cuBLAS, cuSPARSE and cuSOLVER headers and the cuFFT, cuRAND and NVRTC
+# libraries. Each missing one is named: a toolkit without them fails at configure or at the
+# first file that includes ATen/cuda/CUDAContext.h.
+toolkit_check() {
+  local f d found missing=()
+  local -a incs=("$cuda_root/include" "$cuda_root"/targets/*/include)
+  local -a libs=("$cuda_root/lib64" "$cuda_root/lib" "$cuda_root"/targets/*/lib)
+  for f in cublas_v2.h:cuBLAS cusparse.h:cuSPARSE cusolverDn.h:cuSOLVER; do
+    found=""
+    for d in "${incs[@]}"; do [ -e "$d/${f%%:*}" ] && found=$d; done
+    [ -n "$found" ] || missing+=("${f%%:*} (${f#*:} headers)")
+  done
+  for f in cufft:cuFFT curand:cuRAND nvrtc:NVRTC; do
+    found=""
+    for d in "${libs[@]}"; do [ -e "$d/lib${f%%:*}.so" ] && found=$d; done
+    [ -n "$found" ] || missing+=("lib${f%%:*}.so (${f#*:})")
+  done
+  [ ${#missing[@]} -eq 0 ] && { echo "toolkit:  the cuBLAS, cuSPARSE, cuSOLVER headers and cuFFT, cuRAND, NVRTC libraries are there"; return 0; }
+  warnings+=("the CUDA toolkit at $cuda_root lacks $(printf '%s, ' "${missing[@]}" | sed 's/, $//') (looked in $cuda_root/include, lib64, lib and targets/*/): torch's CMake config or its CUDA headers need them, so the build will likely fail (configuring or compiling); install the toolkit's development packages for them (e.g. cuda-libraries-dev-${got%%.*}-${got#*.}) or point CUDACXX at a complete toolkit")
 }
 
 pack() {
@@ -265,7 +303,7 @@ prepare() {
     printf '%s\n%s\n%s\n' "$stamp" "$(go version)" "$(git describe --always --dirty 2>/dev/null || echo '?')" >bin/gpu/STAMP
     echo "gpu.sh: built bin/gpu/{${binaries// /,}}; packing them (xz -9, a minute or more)"
     # one xz block (-T1) with a 64 MiB window (-9): the six binaries compress together to
-    # about a sixth of their size, since most of their code is the same packages
+    # about a seventh of their size, since most of their code is the same packages
     tar -cf - -C bin --owner=0 --group=0 --numeric-owner --sort=name gpu | xz -9 -T1 >"$bundle.tmp"
     mv "$bundle.tmp" "$bundle"
     sum_of "$bundle" >bin/gpu/BUNDLE
@@ -310,41 +348,147 @@ require_binaries() {
   done
 }
 
+# step_build configures and builds build-cuda/libpfltorch.so against this machine's torch
+# with the preflight's nvcc; if that fails, it tries once more without the custom CUDA
+# kernels and dist.cpp's Gloo/NCCL paths (-DPFL_CUDA_KERNELS=OFF -DPFL_DIST=OFF), which
+# neither the benchmarks nor the other tests need. Each try's cmake output, CMake's
+# configure log and cache and pfl-features.txt (what the build has) go to the logs, and the
+# run path's choice of CUDA libraries (ldd) after a build.
 step_build() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt" || true
   "${PFL_PYTHON:-python3}" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' | tee -a "$out/device.txt" || true
-  local gen=()
+  # (a warm machine's logs may hold an earlier call's second try)
+  rm -rf "$out/build-fallback.txt" "$out/cmake-retry" "$out/cmake-retry.log"
+  if ! build_try "" ON; then
+    echo "gpu.sh: build failed; trying once more without the custom CUDA kernels and the Gloo/NCCL paths (-DPFL_CUDA_KERNELS=OFF -DPFL_DIST=OFF): the benchmarks need only the core library"
+    echo "built without the custom CUDA kernels and the Gloo/NCCL paths: the first build failed ($out/cmake.log)" >"$out/build-fallback.txt"
+    build_try -retry OFF || return 1
+  fi
+  ldd build-cuda/libpfltorch.so >"$out/ldd.txt" 2>&1 || true
+  echo "gpu.sh: built build-cuda/libpfltorch.so ($(paste -sd' ' build-cuda/pfl-features.txt 2>/dev/null))"
+  grep -E 'libcudart|libcublas\.|libnvrtc|libc10_cuda' "$out/ldd.txt" || true
+}
+
+# build_try TAG ON|OFF: one configure and build of build-cuda with the custom kernels and
+# the dist paths ON or OFF; its logs go to $out/cmake$TAG.log and $out/cmake$TAG/.
+build_try() {
+  local tag=$1 parts=$2 log=$out/cmake$1.log rc=0
+  local -a gen=()
   command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-  cmake -S . -B build-cuda "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DPFL_TORCH_FROM_PYTHON=ON \
-    -DPFL_PYTHON="$(command -v "${PFL_PYTHON:-python3}")" -DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_root" >"$out/cmake.log" 2>&1 ||
-    { tail -40 "$out/cmake.log"; return 1; }
-  cmake --build build-cuda -j"$(nproc)" >>"$out/cmake.log" 2>&1 || { grep -E 'error|Error' "$out/cmake.log" | head -40; return 1; }
-  echo "gpu.sh: built build-cuda/libpfltorch.so"
+  # torch's CMake config takes the nvcc it finds on PATH: make that the preflight's
+  PATH="$cuda_root/bin:$PATH" CUDACXX=$nvcc cmake -S . -B build-cuda "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DPFL_TORCH_FROM_PYTHON=ON -DPFL_PYTHON="$(command -v "${PFL_PYTHON:-python3}")" \
+    -DPFL_CUDA_KERNELS="$parts" -DPFL_DIST="$parts" -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DCUDAToolkit_ROOT="$cuda_root" -DCUDA_TOOLKIT_ROOT_DIR="$cuda_root" >"$log" 2>&1 || rc=$?
+  configure_logs "$out/cmake$tag"
+  if [ $rc -ne 0 ]; then
+    echo "gpu.sh: cmake could not configure build-cuda (exit $rc; $log, CMake's own logs in $out/cmake$tag/):"
+    tail -40 "$log"
+    # nothing of a failed configure is worth keeping for the next try
+    rm -rf build-cuda
+    return 1
+  fi
+  PATH="$cuda_root/bin:$PATH" cmake --build build-cuda -j"$(nproc)" >>"$log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "gpu.sh: the build failed (exit $rc; $log):"
+    grep -E 'error|Error' "$log" | head -40
+    return 1
+  fi
+}
+
+# configure_logs DIR copies what CMake wrote about configuring build-cuda into DIR: its
+# configure log (CMakeConfigureLog.yaml from CMake 3.26 on, CMakeError.log and
+# CMakeOutput.log before), its cache and pfl-features.txt.
+configure_logs() {
+  local f
+  rm -rf "$1" && mkdir -p "$1"
+  for f in build-cuda/CMakeFiles/CMakeConfigureLog.yaml build-cuda/CMakeFiles/CMakeError.log \
+    build-cuda/CMakeFiles/CMakeOutput.log build-cuda/CMakeCache.txt build-cuda/pfl-features.txt; do
+    [ -f "$f" ] && cp "$f" "$1/"
+  done
+  return 0
+}
+
+# has_feature NAME: the library in build-cuda was built with NAME (cuda_kernels, gloo, nccl:
+# pfl-features.txt, which CMakeLists.txt writes); without that file, assumed so.
+has_feature() {
+  [ -f build-cuda/pfl-features.txt ] || return 0
+  grep -qx "$1 ON" build-cuda/pfl-features.txt
 }
 
 # in_pkg DIR BINARY ARGS...: a test binary runs in its package's folder, as go test runs it.
 in_pkg() { (cd "$1" && "$root/bin/gpu/$2" "${@:3}"); }
 
+# step_tests runs the CUDA tests first, by name, and reports them (each test's status, then
+# the counts) before anything else runs: the cuda package's ^TestCUDA tests (device
+# queries, graph replay against eager, reseeded generators, bf16 autocast), the round
+# loop's (^TestCUDA in engine/fl: captured rounds equal eager ones) and the custom kernels'
+# (every test of kernels/ runs the CUDA version beside the CPU reference), then pfl smoke
+# on CUDA. Then the rest, reported apart: the cuda package's other tests, which meet this
+# torch's CPU side (allocator, threads, Gloo) for the first time here, and the smoke tests.
+# A library built without the custom kernels skips kernels/; one without Gloo skips the
+# process-group tests. The full output of each part is in tests-cuda.log and
+# tests-other.log.
 step_tests() {
-  local log=$out/cuda-tests.log
-  : >"$log"
-  in_pkg cuda cuda.test -test.v -test.count=1 >>"$log" 2>&1 || status=1
-  in_pkg kernels kernels.test -test.v -test.count=1 >>"$log" 2>&1 || status=1
-  in_pkg engine/fl fl.test -test.v -test.count=1 -test.run 'CUDA' >>"$log" 2>&1 || status=1
-  in_pkg engine/smoke smoke.test -test.v -test.count=1 >"$out/smoke-tests.log" 2>&1 || status=1
+  local cuda_log=$out/tests-cuda.log other_log=$out/tests-other.log skip='^TestCUDA'
+  : >"$cuda_log"
+  : >"$other_log"
+  echo "== CUDA tests, by name =="
+  test_run "$cuda_log" cuda cuda.test -test.run '^TestCUDA'
+  test_run "$cuda_log" engine/fl fl.test -test.run '^TestCUDA'
+  if has_feature cuda_kernels; then
+    test_run "$cuda_log" kernels kernels.test
+  else
+    echo "kernels tests skipped: the library was built without the custom CUDA kernels (build-cuda/pfl-features.txt)" | tee -a "$cuda_log"
+  fi
+  test_report "CUDA tests" "$cuda_log"
   bin/gpu/pfl smoke -device "$smokedev" | tee "$out/smoke-$smokedev.txt" || status=1
   echo
-  echo "== CUDA tests =="
-  grep -E '^(--- |ok|FAIL|PASS)' "$log" | grep -E 'CUDA|Autocast|Reseed|ImageBatch|WeightedSum|FAIL|^ok|^PASS' || true
+  echo "== other tests =="
+  if ! has_feature gloo; then
+    skip+='|^TestProcessGroup'
+    echo "process-group tests skipped: the library was built without Gloo (build-cuda/pfl-features.txt)" | tee -a "$other_log"
+  fi
+  test_run "$other_log" cuda cuda.test -test.skip "$skip"
+  test_run "$other_log" engine/smoke smoke.test
+  test_report "other tests" "$other_log"
+}
+
+# test_run LOG DIR BINARY ARGS...: a test binary, verbose, from its package folder; its
+# output goes to LOG, and an exit without a failed test (a crash) or a run in which no test
+# matched is recorded there too.
+test_run() {
+  local log=$1 rc=0 part=$out/tests-part.log
+  echo "=== $3 ${*:4}" >>"$log"
+  in_pkg "$2" "$3" -test.v -test.count=1 "${@:4}" 2>&1 | tee "$part" >>"$log" || rc=$?
+  if grep -q '^testing: warning: no tests to run' "$part"; then
+    echo "gpu.sh: $3 ${*:4}: no test matched" >>"$log"
+    status=1
+  fi
+  [ $rc -eq 0 ] || { echo "gpu.sh: $3 exited $rc" >>"$log"; status=1; }
+  rm -f "$part"
+}
+
+# test_report NAME LOG prints each top-level test of LOG with its status, the failures'
+# output, the problems test_run recorded (a binary that ended badly, a run in which no test
+# matched), and the counts.
+test_report() {
+  local log=$2
+  grep -E '^--- (PASS|FAIL|SKIP): ' "$log" | sed -E 's/ \([0-9.]+s\)$//' || true
   grep -B2 -A12 -- '--- FAIL' "$log" | head -60 || true
-  echo "passed: $(grep -c -- '--- PASS' "$log")  failed: $(grep -c -- '--- FAIL' "$log")  skipped: $(grep -c -- '--- SKIP' "$log")"
+  grep -E '^gpu\.sh: ' "$log" || true
+  echo "$1: passed: $(grep -c -- '^--- PASS' "$log")  failed: $(grep -c -- '^--- FAIL' "$log")  skipped: $(grep -c -- '^--- SKIP' "$log")  problems: $(grep -c '^gpu\.sh: ' "$log")"
 }
 
 step_kernels() {
   # BenchmarkWorkloads measures what `pfl bench` runs: skipped here to spend the device
   # time once
   in_pkg bench bench.test -test.run '^$' -test.bench "$benchsel" -test.skip Workloads -test.benchtime 2s >"$out/bench.log" 2>&1 || status=1
-  in_pkg kernels kernels.test -test.run '^$' -test.bench "$benchsel" -test.benchtime 2s >>"$out/bench.log" 2>&1 || status=1
+  if has_feature cuda_kernels; then
+    in_pkg kernels kernels.test -test.run '^$' -test.bench "$benchsel" -test.benchtime 2s >>"$out/bench.log" 2>&1 || status=1
+  else
+    echo "kernels/ benchmarks skipped: the library was built without the custom CUDA kernels" | tee -a "$out/bench.log"
+  fi
   echo
   echo "== benchmarks =="
   grep -E '^Benchmark' "$out/bench.log" || tail -20 "$out/bench.log"
@@ -446,8 +590,8 @@ bound_of() {
 about() {
   local w p m
   case "$1" in
-    build) echo "the CUDA library against this machine's torch (cmake, -j\$(nproc))" ;;
-    tests) echo "the CUDA tests and pfl smoke on CUDA" ;;
+    build) echo "the CUDA library against this machine's torch (cmake, -j\$(nproc); once more without kernels and dist if that fails)" ;;
+    tests) echo "the CUDA tests by name and pfl smoke on CUDA, then the other tests" ;;
     kernels) echo "go test -bench: models at K = 1 and 8, custom kernels, matmul peak" ;;
     official) echo "FedTP's official main.py in the fedtp-c100-50 shape (skipped unless PFL_FEDTP_OFFICIAL)" ;;
     dist) echo "pfl launch across the machine's GPUs (skipped with one)" ;;
@@ -547,7 +691,14 @@ steps_run() {
       bash bench/gpu.sh step "$name" 2>&1 | tee "$out/step-${name//:/-}.log" || rc=$?
     fi
     case $rc in
-      0) st=ok ;;
+      0)
+        st=ok
+        # a build that needed its second try: the library lacks the kernels and dist paths
+        if [ "$name" = build ] && [ -f "$out/build-fallback.txt" ]; then
+          st="ok (no kernels, dist)"
+          status=1
+        fi
+        ;;
       124 | 137)
         st="timed out at $t s"
         # cut by the budget: the same bound next time; at its own bound: twice that
@@ -663,16 +814,65 @@ rehearse() {
   done
   check "the archive was unpacked into bin/gpu/" bash -c 'for b in $1; do [ -x "$0/bin/gpu/$b" ] || exit 1; done
     [ "$(cat "$0/bin/gpu/BUNDLE")" = "$(sha256sum "$0/bin/gpu.tar.xz" | cut -d" " -f1)" ]' "$tree" "$binaries"
-  check "preflight passed with the machine's nvcc" grep -qF "preflight passed: cmake gets -DCMAKE_CUDA_COMPILER=$machine/bin/nvcc -DCUDAToolkit_ROOT=$machine" "$tmp/day1.txt"
-  check "cmake configured build-cuda with that nvcc and toolkit" \
-    grep -qE "^cmake -S \. -B build-cuda .*-DCMAKE_CUDA_COMPILER=$machine/bin/nvcc -DCUDAToolkit_ROOT=$machine\$" "$tmp/cmake.log"
+  check "preflight passed with the machine's nvcc, without warnings" bash -c 'grep -qF "preflight passed: cmake gets -DCMAKE_CUDA_COMPILER=$0/bin/nvcc -DCUDAToolkit_ROOT=$0 -DCUDA_TOOLKIT_ROOT_DIR=$0" "$1" &&
+    ! grep -q "preflight: warning" "$1"' "$machine" "$tmp/day1.txt"
+  check "cmake configured build-cuda with that nvcc and toolkit, kernels and dist on" \
+    grep -qE "^cmake -S \. -B build-cuda .*-DPFL_CUDA_KERNELS=ON -DPFL_DIST=ON -DCMAKE_CUDA_COMPILER=$machine/bin/nvcc -DCUDAToolkit_ROOT=$machine -DCUDA_TOOLKIT_ROOT_DIR=$machine\$" "$tmp/cmake.log"
   check "cmake built build-cuda with -j" grep -qE "^cmake --build build-cuda -j[0-9]+\$" "$tmp/cmake.log"
+  check "the first build sufficed" grep -qE "^build +ok +[0-9]+ " "$tree/bench/out/summary.txt"
   check "pfl doctor loaded the library from the copy" grep -qF "native library:  $tree/build-cuda/libpfltorch.so" "$tree/bench/out/doctor.txt"
-  check "the test binaries ran in the copy" grep -qE "^passed: [1-9][0-9]*  failed: 0" "$tree/bench/out/step-tests.log"
+  check "the CUDA tests reported by name before the other tests ran" awk '
+    /^--- (PASS|FAIL|SKIP): TestCUDAGraphReplayMatchesEager$/ && !a { a = NR }
+    /^CUDA tests: passed: [0-9]+  failed: 0  skipped: [0-9]+  problems: 0$/ && !b { b = NR }
+    /^== other tests ==$/ && !c { c = NR }
+    /^--- (PASS|FAIL|SKIP): TestCUDA/ && c { late = 1 }
+    /^other tests: passed: [1-9][0-9]*  failed: 0  skipped: [0-9]+  problems: 0$/ && !d { d = NR }
+    END { exit !(a && a < b && b < c && c < d && !late) }' "$tree/bench/out/step-tests.log"
+  check "the test binaries ran in the copy (kernels and process groups too)" bash -c 'grep -qE "^--- PASS: TestWeightedSumMatchesAverageInto" "$0/tests-cuda.log" &&
+    grep -qE "^--- PASS: TestProcessGroupCollectives" "$0/tests-other.log"' "$tree/bench/out"
   check "the official step said why it skipped" grep -qF "official: skipped: PFL_FEDTP_OFFICIAL is not set" "$tree/bench/out/step-official.log"
-  check "the logs came back as one file in \$OUT" bash -c '[ "$(ls "$0" | wc -l)" -eq 1 ] && [ -f "$0/gpu-logs.tgz" ] &&
-    [ "$(stat -c %s "$0/gpu-logs.tgz")" -le $((16 << 20)) ] && tar -tzf "$0/gpu-logs.tgz" | grep -qx out/summary.txt' "$tmp/out"
+  check "the logs came back as one file in \$OUT, with CMake's configure log" bash -c '[ "$(ls "$0" | wc -l)" -eq 1 ] && [ -f "$0/gpu-logs.tgz" ] &&
+    [ "$(stat -c %s "$0/gpu-logs.tgz")" -le $((16 << 20)) ] && tar -tzf "$0/gpu-logs.tgz" >"$0.list" &&
+    grep -qx out/summary.txt "$0.list" && grep -qx out/cmake/CMakeConfigureLog.yaml "$0.list" &&
+    grep -qx out/cmake/pfl-features.txt "$0.list" && grep -qx out/cmake.log "$0.list"' "$tmp/out"
   check "day1 printed the second call" grep -qF "every step ran; a second call: bash bench/gpu.sh day2" "$tmp/day1.txt"
+
+  # an nvcc of another minor version than torch's, and an older CMake for CUDA 13: warnings,
+  # and the build goes on
+  rc=0
+  sandbox PFL_GPU_REHEARSE=1 PFL_GPU_OUT="$tmp/out4" FAKE_NVCC=13.1 FAKE_CMAKE=3.30.2 bash bench/gpu.sh plan build >"$tmp/minor.txt" 2>&1 || rc=$?
+  check "nvcc 13.1 with a CUDA 13.0 torch warns and builds (exit $rc)" bash -c '[ "$0" -eq 0 ] &&
+    grep -qF "warning: nvcc $1/bin/nvcc is CUDA 13.1 but torch 2.6.0+fake was built with CUDA 13.0" "$2" && grep -qE "^build +ok +[0-9]+ " "$3"' \
+    "$rc" "$machine" "$tmp/minor.txt" "$tree/bench/out/summary.txt"
+  check "... and CMake 3.30.2 for CUDA 13 warns too" grep -qF "warning: cmake 3.30.2 is older than CUDA 13 wants" "$tmp/minor.txt"
+
+  # a first build that fails (an nvcc error in the custom kernels) is tried once more
+  # without the kernels and the Gloo/NCCL paths, and the tests and benchmarks run on that
+  # library
+  rc=0
+  sandbox PFL_GPU_REHEARSE=1 PFL_GPU_OUT="$tmp/out5" FAKE_CMAKE_FAIL=kernels FAKE_CMAKE_LOG="$tmp/cmake5.log" \
+    bash bench/gpu.sh plan build tests fedtp-c100-50:bf16 kernels >"$tmp/fallback.txt" 2>&1 || rc=$?
+  check "a failed build is tried again without kernels and dist (exit $rc)" bash -c 'grep -qE "^cmake -S \. -B build-cuda .*-DPFL_CUDA_KERNELS=ON -DPFL_DIST=ON " "$0" &&
+    grep -qE "^cmake -S \. -B build-cuda .*-DPFL_CUDA_KERNELS=OFF -DPFL_DIST=OFF " "$0" && [ "$(grep -c "^cmake --build" "$0")" -eq 2 ] &&
+    grep -qE "^build +ok \(no kernels, dist\) " "$1"' "$tmp/cmake5.log" "$tree/bench/out/summary.txt"
+  check "... and the benchmarks still run on that library" grep -qE "^fedtp-c100-50:bf16 +ok " "$tree/bench/out/summary.txt"
+  check "... the tests skip the kernels and the process groups, and pass" bash -c 'grep -qE "^tests +ok " "$0/summary.txt" &&
+    grep -qF "kernels tests skipped: the library was built without the custom CUDA kernels" "$0/step-tests.log" &&
+    grep -qF "process-group tests skipped: the library was built without Gloo" "$0/step-tests.log" &&
+    ! grep -qE "^(=== RUN|--- [A-Z]+:) +TestProcessGroup" "$0/tests-other.log" && grep -q "^--- PASS: TestABIHasProcessGroups" "$0/tests-other.log"' "$tree/bench/out"
+  check "... the kernel benchmarks skip the custom kernels" bash -c 'grep -qE "^kernels +ok " "$0/summary.txt" &&
+    grep -qF "kernels/ benchmarks skipped: the library was built without the custom CUDA kernels" "$0/step-kernels.log"' "$tree/bench/out"
+  check "... and the logs hold both tries' configure logs" bash -c 'tar -tzf "$0/gpu-logs.tgz" >"$0.list" && grep -qx out/cmake/CMakeConfigureLog.yaml "$0.list" &&
+    grep -qx out/cmake-retry/CMakeConfigureLog.yaml "$0.list" && grep -qx out/build-fallback.txt "$0.list"' "$tmp/out5"
+
+  # configuring fails both times: the build is reported failed, nothing else starts, and the
+  # logs hold CMake's configure logs of both tries
+  rc=0
+  sandbox PFL_GPU_REHEARSE=1 PFL_GPU_OUT="$tmp/out6" FAKE_CMAKE_FAIL=configure bash bench/gpu.sh plan build tests >"$tmp/nocfg.txt" 2>&1 || rc=$?
+  check "a configure that fails twice stops the plan (exit $rc)" bash -c '[ "$0" -ne 0 ] && grep -qE "^build +failed " "$1" && grep -qE "^tests +not run \(build failed\)" "$1"' \
+    "$rc" "$tree/bench/out/summary.txt"
+  check "... and its configure logs come back" bash -c 'tar -tzf "$0/gpu-logs.tgz" >"$0.list" && grep -qx out/cmake/CMakeConfigureLog.yaml "$0.list" &&
+    grep -qx out/cmake-retry/CMakeConfigureLog.yaml "$0.list" && grep -qx out/cmake-retry.log "$0.list"' "$tmp/out6"
 
   # without a CUDA device (the stand-ins off), the GPU steps are not started
   rc=0
@@ -709,7 +909,7 @@ rehearse() {
   if [ $fails -gt 0 ]; then
     echo "--- day1's output:"
     cat "$tmp/day1.txt"
-    for s in gate bound budget nolib; do
+    for s in minor fallback nocfg gate bound budget nolib; do
       echo "--- $s:"
       cat "$tmp/$s.txt"
     done

@@ -49,7 +49,7 @@ runs = {}  # member -> list of (path, seed, summary)
 for d in sorted(os.listdir(out)):
     path, _, seed = d.rpartition("-s")
     top = os.path.join(out, d)
-    if not os.path.isdir(top) or not seed.isdigit():
+    if d.startswith(".") or not os.path.isdir(top) or not seed.isdigit():
         continue
     for m in sorted(os.listdir(top)):
         f = os.path.join(top, m, "summary.json")
@@ -79,4 +79,25 @@ print("|---|" + "---|" * len(paths))
 for m in sorted(runs, key=lambda m: (order.index(m) if m in order else len(order), m)):
     cells = [span([s["tail_mean"] for p, _, s in runs[m] if p == q and not s.get("diverged_at_round")]) for q in paths]
     print(f"| {m} | " + " | ".join(cells) + " |")
+print()
+# each ordering of two members (FedTP protocol) over the runs where both trained
+by_run = {}
+for m, rs in runs.items():
+    for p, sd, s in rs:
+        if not s.get("diverged_at_round"):
+            by_run.setdefault((p, sd), {})[m] = s["tail_mean"]
+names = sorted(runs, key=lambda m: (order.index(m) if m in order else len(order), m))
+print("Orderings (FedTP protocol): a > b in k of the n runs where both trained:\n")
+print("| a | b | k of n | smallest a − b, points | largest a − b, points |")
+print("|---|---|---|---|---|")
+for i, first in enumerate(names):
+    for second in names[i + 1:]:
+        both = [r for r in by_run.values() if first in r and second in r]
+        if not both:
+            continue
+        a, b = first, second
+        if sum(r[a] > r[b] for r in both) * 2 < len(both):
+            a, b = b, a
+        d = [100 * (r[a] - r[b]) for r in both]
+        print(f"| {a} | {b} | {sum(x > 0 for x in d)} of {len(d)} | {min(d):+.2f} | {max(d):+.2f} |")
 EOF

@@ -9,6 +9,16 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <torch/version.h>
+
+#include <type_traits>
+#include <utility>
+
+// Declared by CUDAGraph.h from torch 2.4 on; declared here too so that the detection below
+// compiles against older headers, where it names a type nothing defines.
+namespace at {
+struct CUDAGeneratorState;
+}
 
 struct pfl_stream_s {
   c10::cuda::CUDAStream s;
@@ -34,6 +44,40 @@ void fill_cuda_caps(pfl_caps *c) {
   int v = 0;
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) c->cuda_version = v;
 }
+// CUDAGraph's ways of reading a custom generator differ across torch 2.x, and which one a
+// torch has is detected from its CUDAGraph rather than from its version number (the
+// versions between the ones checked differ in ways no number here would know):
+//   - register_generator_state(const Generator&): the graph reads that generator's state
+//     (torch 2.4 until its removal; 2.6 and 2.11 have it);
+//   - only register_generator_state(intrusive_ptr<CUDAGeneratorState>) (torch 2.14): a
+//     capture registers each generator's state itself on the generator's first draw
+//     inside it, so there is nothing to do;
+//   - neither (torch before 2.4): a graph reads only the default generator.
+template <typename Graph, typename = void>
+struct takes_generator : std::false_type {};
+template <typename Graph>
+struct takes_generator<Graph, std::void_t<decltype(std::declval<Graph &>().register_generator_state(
+                                  std::declval<const at::Generator &>()))>> : std::true_type {};
+template <typename Graph, typename = void>
+struct takes_generator_state : std::false_type {};
+template <typename Graph>
+struct takes_generator_state<
+    Graph, std::void_t<decltype(std::declval<Graph &>().register_generator_state(
+               std::declval<c10::intrusive_ptr<at::CUDAGeneratorState>>()))>> : std::true_type {};
+
+// register_generator makes graph's captures read gen (see above); a template, so that only
+// the branch this torch has is compiled.
+template <typename Graph>
+void register_generator(Graph &graph, const at::Generator &gen) {
+  if constexpr (takes_generator<Graph>::value) {
+    graph.register_generator_state(gen);
+  } else if constexpr (!takes_generator_state<Graph>::value) {
+    throw ArgError(std::string("this torch's CUDA graphs read only the default generator (no "
+                               "CUDAGraph::register_generator_state; torch ") +
+                   TORCH_VERSION + ")");
+  }
+}
+
 static void check_device(int32_t d) {
   int64_t n = c10::cuda::device_count();
   if (d < 0 || d >= n)
@@ -172,16 +216,7 @@ int32_t pfl_cuda_graph_register_generator(pfl_graph g, pfl_generator gen, pfl_st
   if (g->stream) throw ArgError("register generators before the capture begins");
   if (gen->g.device().type() != at::kCUDA)
     throw ArgError("a " + gen->g.device().str() + " generator cannot be read by a CUDA graph");
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
-  // torch 2.14 removed CUDAGraph::register_generator_state(const Generator&): a capture now
-  // registers a generator's state itself on the generator's first draw inside it, so there
-  // is nothing left to do here.
-#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4
-  g->g.register_generator_state(gen->g);
-#else
-  throw ArgError("a CUDA graph reads custom generators from torch 2.4 on; this build has " +
-                 std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR));
-#endif
+  register_generator(g->g, gen->g);
   PFL_CATCH(st, "cuda_graph_register_generator")
 }
 

@@ -44,7 +44,7 @@ func TestDivergedRunsAreResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 of 2 diverged (round 1, 1)", "Diverged: the run's training loss was not finite"} {
+	for _, want := range []string{"2 of 2 diverged (round 1, 1)", "Diverged: the run's training loss was not finite", "| train.lr=1e6 (diverged) | train.lr=0.01 |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, table)
 		}

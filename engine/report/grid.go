@@ -200,7 +200,7 @@ func tailTrend(s *rundir.Summary) float64 { return 100 * s.TailTrend }
 const trendText = "Trend: the rise of the least-squares line through the FedTP-protocol evaluations of the last train.tail_rounds rounds, in points; one near 0 (within a few of the evaluations' ± std) is a curve that has flattened, a larger one a curve still moving when the run stopped."
 
 // flagText says what the flags in a table mean.
-const flagText = "Diverged: the run's training loss was not finite at that round, which ended it; its numbers are left out of the cells. Falling: the curve's last evaluation is 10 or more points under its best, or its trend is below −2 × the spread of the last evaluations (and at least 1 point down)."
+const flagText = "Diverged: the run's training loss was not finite at that round, which ended it; its numbers are left out of the cells. Falling: the curve's last evaluation is 10 or more points under its best, or its trend is below −2 × the spread of the last evaluations and down by more than the test set's sampling explains (at least 1 point and twice the trend's sampling error)."
 
 // noteText is the config's note as a paragraph of results.md, or nothing.
 func noteText(note string) string {
@@ -253,12 +253,15 @@ const maxClientTable = 20
 
 // perClient is every client's final accuracy (%) of member m at point p under the first
 // seed (client i of another seed is another client: the partition follows the seed), one
-// slice per client; nil when the run's metrics cannot be read.
+// slice per client; nil when the run's metrics cannot be read, empty when it diverged.
 func (g *gridRuns) perClient(p, m int) [][]float64 {
 	var out [][]float64
 	for _, l := range g.Runs {
 		if l.Point != p || l.Member != m || l.Seed != 0 {
 			continue
+		}
+		if rundir.DivergedAt(l.Dir()) != 0 {
+			return [][]float64{} // a diverged run's last evaluation is of an earlier round
 		}
 		acc, err := rundir.FinalPerClient(l.Dir())
 		if err != nil {
@@ -297,7 +300,11 @@ func (g *gridRuns) clientTables() string {
 			}
 		}
 		fmt.Fprint(&b, ":\n\n| client |")
-		for _, p := range g.Points {
+		for pi, p := range g.Points {
+			if len(cols[pi]) == 0 {
+				fmt.Fprintf(&b, " %s (diverged) |", p.Name)
+				continue
+			}
 			fmt.Fprintf(&b, " %s |", p.Name)
 		}
 		fmt.Fprintf(&b, "\n|%s\n", strings.Repeat("---|", len(g.Points)+1))

@@ -319,6 +319,7 @@ func (g *gridRuns) clientPlots() error {
 			p.Add(line)
 			p.Legend.Add("mean over clients", line)
 		}
+		p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs) // every swept value, with a point or not
 		if chart.LogWorthy(xs) {
 			chart.LogX(p)
 		}

@@ -188,29 +188,67 @@ func Summarize(name string, h []fl.RoundMetrics, tailRounds int, novel []int) Su
 	s.TailStd = math.Sqrt(s.TailStd)
 	s.TailEvals = len(tail)
 	s.TailTrend = trend(tailRound, tail)
-	s.Falling = falling(s)
+	s.Falling = falling(s, trendNoise(tailRound, s.TailMean, predictions(last, novel)))
 	return s
+}
+
+// predictions is the number of test predictions an evaluation's micro accuracy counts (the
+// clients that train); 0 when the evaluation does not record them (a crafted history).
+func predictions(e *fl.EvalResult, novel []int) int {
+	n := 0
+	for c, k := range e.Count {
+		if !slices.Contains(novel, c) {
+			n += k
+		}
+	}
+	return n
+}
+
+// trendNoise is the standard error of a tail trend (see trend) that the test set's sampling
+// alone gives: each evaluation's micro accuracy p over n predictions has a binomial
+// standard error √(p(1−p)/n), and the least-squares rise across rounds x has that times
+// span(x)/√Σ(x−x̄)². 0 when n or the rounds cannot give one.
+func trendNoise(x []float64, p float64, n int) float64 {
+	if n == 0 || len(x) < 2 || !(p >= 0 && p <= 1) {
+		return 0
+	}
+	var mx, sxx float64
+	for _, v := range x {
+		mx += v / float64(len(x))
+	}
+	for _, v := range x {
+		sxx += (v - mx) * (v - mx)
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return math.Sqrt(p*(1-p)/float64(n)) * (slices.Max(x) - slices.Min(x)) / math.Sqrt(sxx)
 }
 
 // The thresholds of a falling curve (falling): a collapse is a last evaluation at least
 // collapseDrop under the run's best; a falling tail has a trend below −fallSpreads × the
-// tail's spread and a fall of at least fallMin. Without the floor a tail that drifts by a
-// few tenths of a point in a straight line would count (four evenly spaced evaluations on
-// a line have a trend of −2.7 × their spread, whatever its size), while one evaluation
-// on 1,000 test images at 90 % already has a sampling error of about 1 point.
+// tail's spread and a fall larger than the test set's sampling explains: at least fallMin,
+// and more than fallNoise × the trend's sampling error (trendNoise). Without the floor a
+// tail that drifts by a few tenths of a point in a straight line would count (four evenly
+// spaced evaluations on a line have a trend of −2.7 × their spread, whatever its size),
+// while on 2,000 test images at 94 % the trend over four evaluations every 5 rounds has a
+// sampling error of 0.7 points from the test set alone.
 const (
 	collapseDrop = 0.10
 	fallSpreads  = 2.0
 	fallMin      = 0.01
+	fallNoise    = 2.0
 )
 
-// falling is why s's curve counts as falling, or "" when it does not.
-func falling(s Summary) string {
+// falling is why s's curve counts as falling, or "" when it does not; noise is the tail
+// trend's sampling error (trendNoise; 0 when unknown).
+func falling(s Summary, noise float64) string {
 	if s.Best-s.FinalMicro >= collapseDrop {
 		return fmt.Sprintf("last evaluation %.2f, %.2f points under its best (%.2f after round %d)",
 			100*s.FinalMicro, 100*(s.Best-s.FinalMicro), 100*s.Best, s.BestRound)
 	}
-	if s.TailEvals >= 2 && s.TailTrend < -fallSpreads*s.TailStd && s.TailTrend <= -fallMin {
+	floor := math.Max(fallMin, fallNoise*noise)
+	if s.TailEvals >= 2 && s.TailTrend < -fallSpreads*s.TailStd && s.TailTrend <= -floor {
 		return fmt.Sprintf("trend %+.2f over the last evaluations, below −%g × their spread (%.2f)",
 			100*s.TailTrend, fallSpreads, 100*s.TailStd)
 	}

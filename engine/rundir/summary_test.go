@@ -143,3 +143,29 @@ func TestSummaryJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFallingNeedsMoreThanSamplingNoise: the same tail (94.8, 94.7, 93.9, 93.7 after rounds
+// 65 to 80: a trend of −1.26 against a spread of 0.47) is within what 2,000 test
+// predictions' sampling explains (the trend's sampling error there is
+// √(0.943·0.057/2000)·15/√125 = 0.70 points, so the floor is 1.39), and a fall when the
+// evaluations count 200,000 predictions (floor 1 point, the minimum).
+func TestFallingNeedsMoreThanSamplingNoise(t *testing.T) {
+	evals := map[int]float64{5: 0.3, 60: 0.945, 65: 0.948, 70: 0.947, 75: 0.939, 80: 0.937}
+	for _, c := range []struct {
+		count int
+		want  bool
+	}{{2000, false}, {200000, true}} {
+		var h []fl.RoundMetrics
+		for r := 0; r < 80; r++ {
+			m := fl.RoundMetrics{Round: r, Clients: []int{0}}
+			if a, ok := evals[r+1]; ok {
+				m.Eval = &fl.EvalResult{Accuracy: []float64{a}, Micro: a, Mean: a, Count: []int{c.count}}
+			}
+			h = append(h, m)
+		}
+		s := Summarize("x", h, 16, nil)
+		if (s.Falling != "") != c.want {
+			t.Errorf("%d predictions: falling %q (trend %.4f, spread %.4f); want falling %v", c.count, s.Falling, s.TailTrend, s.TailStd, c.want)
+		}
+	}
+}

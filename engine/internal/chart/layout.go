@@ -205,8 +205,13 @@ func LogWorthy(vs []float64) bool {
 	return hi > 10*lo
 }
 
-// LogX gives p a logarithmic x axis with ticks at powers of ten and the values in between.
+// LogX gives p a logarithmic x axis with ticks at powers of ten and the values in between;
+// an axis that reaches 0 or spans nothing (one value) stays linear. Call it after the
+// axis range is set (by the data or by hand).
 func LogX(p *plot.Plot) {
+	if !(p.X.Min > 0) || p.X.Max <= p.X.Min {
+		return // an axis reaching 0 or spanning nothing cannot be drawn on a log scale
+	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.X.Label.Text += ", log scale"
