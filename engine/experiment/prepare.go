@@ -61,6 +61,12 @@ func prepare(ctx context.Context, cfg config.Config) (*session, error) {
 	if data.IsText(cfg.Data.Dataset) {
 		return prepareText(ctx, cfg, dev)
 	}
+	return prepareImages(ctx, cfg, dev)
+}
+
+// prepareImages is prepare for an image dataset (data.dataset resolved): the configured
+// subsets, partitioned, normalized and uploaded, and the run's model for their shape.
+func prepareImages(ctx context.Context, cfg config.Config, dev cuda.Device) (*session, error) {
 	im, err := loadImages(cfg)
 	if err != nil {
 		return nil, err
@@ -99,25 +105,34 @@ func prepare(ctx context.Context, cfg config.Config) (*session, error) {
 	if err := interrupted(ctx, "partitioning the data"); err != nil {
 		return nil, err
 	}
-	train, err := data.UploadWith(fed.Train, dev, up)
-	if err != nil {
-		return nil, err
-	}
-	se.train, se.test = train, train
-	if fed.Test != fed.Train {
-		if se.test, err = data.UploadWith(fed.Test, dev, up); err != nil {
-			se.train.Close()
-			return nil, err
-		}
-	}
-	if err := interrupted(ctx, "uploading the data"); err != nil {
-		se.closeData()
+	if err := se.upload(ctx, fed, dev, up); err != nil {
 		return nil, err
 	}
 	if err := se.start(ctx, cfg, strat, fed, build, dev, dist.FromContext(ctx)); err != nil {
 		return nil, err
 	}
 	return se, nil
+}
+
+// upload puts the federation's training and test images on dev (the test split may be the
+// training split itself), freeing what it uploaded when it fails or ctx ends.
+func (se *session) upload(ctx context.Context, fed *data.Federated, dev cuda.Device, up data.UploadConfig) error {
+	train, err := data.UploadWith(fed.Train, dev, up)
+	if err != nil {
+		return err
+	}
+	se.train, se.test = train, train
+	if fed.Test != fed.Train {
+		if se.test, err = data.UploadWith(fed.Test, dev, up); err != nil {
+			se.train.Close()
+			return err
+		}
+	}
+	if err := interrupted(ctx, "uploading the data"); err != nil {
+		se.closeData()
+		return err
+	}
+	return nil
 }
 
 // images is an image dataset as a run of its config trains on it: the configured subsets
