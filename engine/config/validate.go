@@ -290,7 +290,7 @@ func (c Config) validateTrain(k *checker) {
 var unsweepable = []string{"name", "out", "seed", "seeds", "suite", "suite_table", "note", "sweep"}
 
 // validateGrid checks seeds and the sweep block's keys and values (each point's whole
-// config is checked by RunGrid before any point runs).
+// config is checked by NewGrid before any point runs).
 func (c Config) validateGrid(k *checker) {
 	if c.Seeds != nil && len(c.Seeds) == 0 {
 		// an empty list runs one run of seed, which is not what a list of seeds asks for
