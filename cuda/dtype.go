@@ -88,6 +88,20 @@ func (d Device) String() string {
 	return "cpu"
 }
 
+// MarshalText writes d as String does, so that a config file holds "cpu" or "cuda:N".
+func (d Device) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads d as ParseDevice does: a config parses its device once, where it is
+// read.
+func (d *Device) UnmarshalText(b []byte) error {
+	dev, err := ParseDevice(string(b))
+	if err != nil {
+		return err
+	}
+	*d = dev
+	return nil
+}
+
 // ParseDevice reads "cpu", "cuda" (device 0) or "cuda:N".
 func ParseDevice(s string) (Device, error) {
 	switch {

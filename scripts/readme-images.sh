@@ -9,7 +9,7 @@
 # Needs bin/pfl (scripts/build.sh), ImageMagick and chromium-headless-shell (or chromium).
 #
 # Then docs/figures.md's pictures, docs/img/fig-*.png: every kind of figure pfl draws,
-# from the small synthetic runs of TestFigures (engine/experiment) and
+# from the small synthetic runs of TestFigures (engine/report) and
 # TestHeatmapNamesItsPartition (engine/data), as pfl writes them (already small: no
 # downscaling). `scripts/readme-images.sh --figures` makes only these; they need Go alone.
 set -euo pipefail
@@ -20,7 +20,7 @@ mkdir -p "$img"
 figures() { # the synthetic figures of docs/figures.md
   local f
   f=$(mktemp -d)
-  PFL_FIGURES="$f" go test ./engine/experiment -run '^TestFigures$' -count=1
+  PFL_FIGURES="$f" go test ./engine/report -run '^TestFigures$' -count=1
   PFL_FIGURES="$f" go test ./engine/data -run '^TestHeatmapNamesItsPartition$' -count=1
   cp "$f/run-curves/accuracy.png" "$img/fig-run-accuracy.png"
   cp "$f/run-curves/loss.png" "$img/fig-run-loss.png"

@@ -76,7 +76,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	// the code `pfl train` runs: the same data upload, model factory, precision mapping and
 	// algorithm registry.
 	cfg := w.experiment()
-	cfg.Device = dev.String()
+	cfg.Device = dev
 	sess, err := experiment.Open(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %s: %w", w.Name, err)

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"pfl/cuda"
-	"pfl/engine/experiment"
+	"pfl/engine/config"
+	"pfl/engine/fl"
 )
 
 // CIFAR-100's shape: the synthetic images' side and the official test set's size.
@@ -23,7 +24,7 @@ type Workload struct {
 	Size    string // "small" after Small (its numbers check the harness, not the engine); else full
 
 	Model     ModelSpec
-	Algorithm experiment.AlgorithmConfig // Name is a registered algorithm (fl.Algorithms); Generate, when set, what FedTP generates
+	Algorithm fl.Settings // Name is a registered algorithm (fl.Algorithms); Generate, when set, what FedTP generates
 
 	// The data: synthetic CIFAR-100-shaped images (3×32×32, 100 classes), served at
 	// Model.Image (resized on the device when larger, as FedPerfix's 224).
@@ -61,7 +62,7 @@ type Workload struct {
 // the clients.
 func fedTP(name, summary string, clients, perRound int) Workload {
 	return Workload{Name: name, Summary: summary,
-		Model: ModelSpec{Preset: "tiny-vit", Image: 32}, Algorithm: experiment.AlgorithmConfig{Name: "fedtp"},
+		Model: ModelSpec{Preset: "tiny-vit", Image: 32}, Algorithm: fl.Settings{Name: "fedtp"},
 		Classes: 100, TrainPerClient: 1000, TestPerClient: cifarTest / clients,
 		Clients: clients, PerRound: perRound, Epochs: 5, Batch: 64,
 		LR: 0.01, Momentum: 0.9, WeightDecay: 1e-5,
@@ -78,7 +79,7 @@ var workloads = []Workload{
 	// evaluated every round. FedPerfix itself is not implemented; vanilla-attn (attention
 	// personal, the rest averaged) has the same model and the same training work.
 	{Name: "fedperfix-vits", Summary: "ViT-S/16 at 224 (vanilla-attn), CIFAR-100 shape, 64 clients, 8 per round, 10 epochs, 50 rounds",
-		Model: ModelSpec{Preset: "vit-s16", Image: 224}, Algorithm: experiment.AlgorithmConfig{Name: "vanilla-attn"},
+		Model: ModelSpec{Preset: "vit-s16", Image: 224}, Algorithm: fl.Settings{Name: "vanilla-attn"},
 		Classes: 100, TrainPerClient: 703, TestPerClient: 234,
 		Clients: 64, PerRound: 8, Epochs: 10, Batch: 64, LR: 0.01,
 		Rounds: 50, EvalEvery: 1, Warmup: 1, Measure: 2},
@@ -88,7 +89,7 @@ var workloads = []Workload{
 	// round, with the 2,000 rounds the paper reports.
 	{Name: "transfed-c100", Summary: "FedTP generating FocalNet's f/h/proj (TransFed shape), focalnet-cifar, CIFAR-100 shape, 100 clients, 10 per round, 2,000 rounds",
 		Model:     ModelSpec{Preset: "focalnet-cifar", Image: 32},
-		Algorithm: experiment.AlgorithmConfig{Name: "fedtp", Generate: []string{"focal_f", "focal_h", "focal_proj"}},
+		Algorithm: fl.Settings{Name: "fedtp", Generate: []string{"focal_f", "focal_h", "focal_proj"}},
 		Classes:   100, TrainPerClient: 500, TestPerClient: 100,
 		Clients: 100, PerRound: 10, Epochs: 5, Batch: 64,
 		LR: 0.01, Momentum: 0.9, WeightDecay: 1e-5,
@@ -177,9 +178,9 @@ func (w Workload) Validate() error {
 // as train.precision and train.eager. It runs Warmup + Measure rounds of a run one round
 // longer with no evaluation cadence, so no round evaluates on its own: the harness times
 // the evaluation apart.
-func (w Workload) experiment() experiment.Config {
-	cfg := experiment.DefaultConfig()
-	cfg.Name, cfg.Device, cfg.Seed = w.Name, "cpu", 1
+func (w Workload) experiment() config.Config {
+	cfg := config.Default()
+	cfg.Name, cfg.Device, cfg.Seed = w.Name, cuda.CPU, 1
 	cfg.Algorithm.Name = w.Algorithm.Name // the workloads set the name and, for FedTP, what it generates
 	if len(w.Algorithm.Generate) > 0 {
 		cfg.Algorithm.Generate = w.Algorithm.Generate

@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"text/tabwriter"
 
-	"pfl/engine/experiment"
+	"pfl/engine/config"
 	"pfl/engine/fl"
 )
 
@@ -85,7 +84,7 @@ func settingKeys(a fl.Algorithm, none string) string {
 
 // sectionKey reports whether algorithm.<k> is a section of keys rather than one key.
 func sectionKey(k string) bool {
-	for key := range configFields() {
+	for _, key := range config.Keys() {
 		if strings.HasPrefix(key, "algorithm."+k+".") {
 			return true
 		}
@@ -102,15 +101,15 @@ func algorithmSettings(out io.Writer, name string) error {
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s\nfrom: %s\n", a.Name, a.Summary, a.Paper)
-	def := experiment.DefaultConfig()
+	def := config.Default()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	n := 0
-	walkConfig(func(key string, _ reflect.Type) {
+	for _, key := range config.Keys() {
 		k, ok := strings.CutPrefix(key, "algorithm.")
 		if !ok || !a.Reads(k) {
-			return
+			continue
 		}
-		val, err := keyJSON(def, key)
+		val, err := def.ValueJSON(key)
 		if err != nil {
 			val = "?"
 		}
@@ -122,7 +121,7 @@ func algorithmSettings(out io.Writer, name string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\n", key, val)
 		n++
-	})
+	}
 	if n == 0 {
 		fmt.Fprintln(tw, "settings: none beside algorithm.name")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -12,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"pfl/engine/experiment"
+	"pfl/engine/config"
 )
 
 // configDocPath is the config reference generated from the config structs.
@@ -20,7 +21,7 @@ const configDocPath = "../../docs/config.md"
 
 // TestConfigReferenceIsCurrent: docs/config.md lists every config key with its type,
 // default and meaning, generated from the structs (their fields' comments) and
-// experiment.DefaultConfig. PFL_TEST_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference
+// config.Default. PFL_TEST_UPDATE_DOCS=1 go test ./cmd/pfl -run ConfigReference
 // rewrites it after a change.
 func TestConfigReferenceIsCurrent(t *testing.T) {
 	want, err := configReference()
@@ -64,13 +65,10 @@ a suite member's entry or a sweep sets for the run it makes, and each must be re
 (` + "`--set algorithm.pfedme.lambda=3`" + ` with fedper is refused, as is
 ` + "`--set algorithm.local_clients=sampled`" + `).
 `)
-	def := experiment.DefaultConfig()
+	def := config.Default()
 	section := "-"
-	var err error
-	walkConfigFields(func(key string, owner reflect.Type, f reflect.StructField) {
-		if err != nil {
-			return
-		}
+	for _, f := range config.Fields() {
+		key := f.Key
 		sec := ""
 		if i := strings.LastIndex(key, "."); i >= 0 {
 			sec = key[:i]
@@ -83,12 +81,13 @@ a suite member's entry or a sweep sets for the run it makes, and each must be re
 			}
 			fmt.Fprintf(&b, "\n## %s\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n", title)
 		}
-		var text, value string
-		if text, err = docs.of(owner, f.Name); err != nil {
-			return
+		text, err := docs.of(f.Owner, f.Name)
+		if err != nil {
+			return nil, err
 		}
-		if value, err = keyJSON(def, key); err != nil {
-			return
+		value, err := def.ValueJSON(key)
+		if err != nil {
+			return nil, err
 		}
 		if value == "null" || value == `""` {
 			value = "unset"
@@ -96,17 +95,17 @@ a suite member's entry or a sweep sets for the run it makes, and each must be re
 			value = "`" + value + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", key, typeName(f.Type), value, strings.ReplaceAll(text, "|", "\\|"))
-	})
-	if err != nil {
-		return nil, err
 	}
 	b.WriteString("\n## `sweep`\n\nA mapping from dotted keys to lists of values, in the order written (the first key is the plots' x axis): " +
-		"the experiment runs once per combination. See `Config.Sweep` in engine/experiment.\n")
+		"the experiment runs once per combination. See `Config.Sweep` in engine/config.\n")
 	return b.Bytes(), nil
 }
 
 // typeName is a field's type as a config writer sees it.
 func typeName(t reflect.Type) string {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		return "string" // read from its text (the device)
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return typeName(t.Elem()) + " or null"

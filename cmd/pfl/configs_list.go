@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"pfl/configs"
-	"pfl/engine/experiment"
+	"pfl/engine/config"
 )
 
 // configsCmd lists the built-in configs (configs/*.yaml, embedded in the binary): each
@@ -50,10 +50,10 @@ func configsCmd(args []string, out io.Writer) error {
 
 // configRuns says what a config runs: its algorithm or suite members, times its seeds and
 // sweep.
-func configRuns(cfg experiment.Config) string {
+func configRuns(cfg config.Config) string {
 	runs := cfg.Algorithm.Name
 	if len(cfg.Suite) > 0 {
-		runs = strings.Join(memberLabels(cfg.Suite), ", ")
+		runs = strings.Join(config.MemberLabels(cfg.Suite), ", ")
 	}
 	if len(cfg.Seeds) > 0 {
 		runs += fmt.Sprintf(" × %d seeds", len(cfg.Seeds))

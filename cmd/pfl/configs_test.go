@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"pfl/configs"
+	"pfl/engine/config"
 	"pfl/engine/data"
 	"pfl/engine/experiment"
 	"pfl/engine/model"
@@ -22,7 +23,7 @@ import (
 // family): synthetic 3×32×32 images (or a tiny text in FedTP's Shakespeare layout), five
 // clients, two rounds, and a model of width 8 (a ViT or text Transformer with the config's
 // depth, a ResNet with one block per stage).
-func toySets(t *testing.T, cfg experiment.Config, out string) []string {
+func toySets(t *testing.T, cfg config.Config, out string) []string {
 	sets := []string{"device=cpu", "out=" + out, "train.rounds=2", "train.participation=0.4", "train.epochs=1",
 		"train.batch=16", "train.eval_every=1", "train.tail_rounds=1", "train.checkpoint_every=1", "data.clients=5",
 		"data.min_size=5", "data.train_samples=0", "data.test_samples=0", "data.image_size=0", "data.channels=0",
@@ -67,7 +68,7 @@ func toySets(t *testing.T, cfg experiment.Config, out string) []string {
 	// a key the sweep sets is the sweep's (toyGrid shrinks its values); a --set of it is refused
 	return slices.DeleteFunc(sets, func(s string) bool {
 		key, _, _ := strings.Cut(s, "=")
-		return slices.ContainsFunc(cfg.Sweep, func(a experiment.SweepAxis) bool { return a.Key == key })
+		return slices.ContainsFunc(cfg.Sweep, func(a config.SweepAxis) bool { return a.Key == key })
 	})
 }
 
@@ -93,8 +94,8 @@ func toySuite(suite []string) []string {
 // toyGrid shrinks a sweep to two values of its first key and the first of every other, and
 // seeds to the first: the grid's layout, tables and plots run, at a few runs' cost. A swept
 // train.participation takes toy rates (five clients cannot sample the papers' 5%).
-func toyGrid(cfg experiment.Config) experiment.Config {
-	var axes []experiment.SweepAxis
+func toyGrid(cfg config.Config) config.Config {
+	var axes []config.SweepAxis
 	for i, a := range cfg.Sweep {
 		n := 1
 		if i == 0 {
@@ -260,7 +261,7 @@ func TestEveryConfigGivesMembersOnlyKeysTheyRead(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
-		if err := experiment.CheckKeysRead(cfg, nil); err != nil {
+		if err := config.CheckKeysRead(cfg, nil); err != nil {
 			t.Errorf("%s: %v", e.Name(), err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/data"
 	"pfl/engine/data/fetch"
 )
@@ -169,7 +170,7 @@ func TestDebiansFashionMNISTNeedsNoFetch(t *testing.T) {
 	if d := mustLookup(t, "fashion-mnist"); d.System != data.FashionMNISTDir {
 		t.Fatalf("the catalog's Fashion-MNIST copy %q is not the loader's %q", d.System, data.FashionMNISTDir)
 	}
-	if !slices.Contains(ownVariables, fetch.RootEnv) {
+	if !slices.Contains(config.OwnVariables(), fetch.RootEnv) {
 		t.Fatalf("%s is not among the variables pfl reads", fetch.RootEnv)
 	}
 	if _, err := os.Stat(data.FashionMNISTDir); err != nil {
@@ -218,8 +219,8 @@ func TestDataGetFromAndMirror(t *testing.T) {
 		t.Errorf("%d requests; the copy and the mirror need none", *requests)
 	}
 	pfl(t, 0, "train", "-c", toyConfig(t, filepath.Join(tmp, "runs"), "m", ""), "--print-config")
-	for _, k := range configKeys() {
-		if envName(k) == fetch.MirrorEnv {
+	for _, k := range config.Keys() {
+		if config.EnvName(k) == fetch.MirrorEnv {
 			t.Errorf("%s is also the variable of config key %s", fetch.MirrorEnv, k)
 		}
 	}

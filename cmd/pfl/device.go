@@ -9,11 +9,11 @@ import (
 // checkDevice refuses a CUDA device that this build of the native library, or this
 // machine, cannot give, before a run loads its data or touches its directory (the native
 // library would otherwise fail only when the data is uploaded, in its own words).
-func checkDevice(device string) error {
-	dev, err := cuda.ParseDevice(device)
-	if err != nil || !dev.IsCUDA() {
-		return nil // the config's check names a bad value; the CPU is always there
+func checkDevice(dev cuda.Device) error {
+	if !dev.IsCUDA() {
+		return nil // the CPU is always there
 	}
+	device := dev.String()
 	info, err := cuda.Capabilities()
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"pfl/engine/experiment"
+	"pfl/engine/rundir"
 )
 
 // evalCmd evaluates every client's personalized model from the last checkpoint of a run,
@@ -16,7 +17,7 @@ func evalCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runs, err := experiment.Runs(pos[0])
+	runs, err := rundir.Runs(pos[0])
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func evalCmd(args []string, out io.Writer) error {
 
 // evalRun evaluates the run in dir and prints its accuracy (and every client's).
 func evalRun(dir string, perClient bool, out io.Writer) error {
-	if cfg, err := experiment.LoadRunConfig(dir); err == nil { // else Evaluate names what is wrong
+	if cfg, err := rundir.LoadConfig(dir); err == nil { // else Evaluate names what is wrong
 		if err := checkDevice(cfg.Device); err != nil {
 			return err
 		}

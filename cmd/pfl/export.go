@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"pfl/engine/experiment"
+	"pfl/engine/report"
 )
 
 // exportCmd writes the results of runs, suites and grids as CSV tables for pandas or R:
@@ -15,17 +15,17 @@ import (
 // seed, suite member and sweep point.
 func exportCmd(args []string, out io.Writer) error {
 	fs := newFlags("export", out)
-	kind := fs.String("kind", "", "the one table to write: "+strings.Join(experiment.CSVKinds, ", ")+" (default: all three, which need -out)")
+	kind := fs.String("kind", "", "the one table to write: "+strings.Join(report.CSVKinds, ", ")+" (default: all three, which need -out)")
 	path := fs.String("out", "", "the CSV `file` to write (with every table: FILE-rounds.csv, FILE-clients.csv, FILE-summary.csv); default: the standard output, for one -kind")
 	dirs, err := parseArgs(fs, args, 1, -1, "pfl export [-kind rounds|clients|summary] [-out FILE.csv] <run, suite or grid dir>...")
 	if err != nil {
 		return err
 	}
 	if *kind == "" && *path == "" {
-		return fmt.Errorf("name one table with -kind %s to print it, or give -out FILE.csv to write all three (FILE-rounds.csv, FILE-clients.csv, FILE-summary.csv)", strings.Join(experiment.CSVKinds, "|"))
+		return fmt.Errorf("name one table with -kind %s to print it, or give -out FILE.csv to write all three (FILE-rounds.csv, FILE-clients.csv, FILE-summary.csv)", strings.Join(report.CSVKinds, "|"))
 	}
 	if *path == "" {
-		notes, err := experiment.ExportCSV(out, *kind, dirs)
+		notes, err := report.ExportCSV(out, *kind, dirs)
 		for _, n := range notes {
 			fmt.Fprintln(os.Stderr, "pfl export:", n) // the standard output holds the table
 		}
@@ -33,7 +33,7 @@ func exportCmd(args []string, out io.Writer) error {
 	}
 	kinds, files := []string{*kind}, []string{*path}
 	if *kind == "" {
-		kinds, files = experiment.CSVKinds, nil
+		kinds, files = report.CSVKinds, nil
 		stem := strings.TrimSuffix(*path, filepath.Ext(*path))
 		for _, k := range kinds {
 			files = append(files, stem+"-"+k+".csv")
@@ -41,7 +41,7 @@ func exportCmd(args []string, out io.Writer) error {
 	}
 	printed := map[string]bool{}
 	for i, k := range kinds {
-		notes, err := writeCSV(files[i], k, dirs)
+		notes, err := report.WriteCSV(files[i], k, dirs)
 		if err != nil {
 			return err
 		}
@@ -54,28 +54,4 @@ func exportCmd(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "wrote %s\n", files[i])
 	}
 	return nil
-}
-
-// writeCSV writes table kind of dirs to path by way of a temporary file beside it, renamed
-// into place when whole, so that a failure leaves no partial table.
-func writeCSV(path, kind string, dirs []string) ([]string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, err
-	}
-	notes, err := experiment.ExportCSV(tmp, kind, dirs)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return nil, err
-	}
-	return notes, nil
 }

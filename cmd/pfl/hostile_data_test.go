@@ -188,15 +188,7 @@ func TestHostileDataIsHandled(t *testing.T) {
 	dryRun := []string{"train", "-c", filepath.Join(wd(t), "../../configs/quickstart-fmnist.yaml"), "--dry-run",
 		"--set", "data.dataset=fashion-mnist:{store}/bomb", "--set", "data.clients=4", "--set", "out=" + filepath.Join(tmp, "runs")}
 	get := []string{"data", "get", "mnist"}
-	for _, c := range []struct {
-		name    string
-		mode    string                    // the proxy's
-		setup   func(store string) string // prepares the data folder; returns the folder whose files must stay as they are ("": none)
-		args    []string                  // {store} is the data folder
-		code    int
-		mention []string // {store} is the data folder
-		resume  bool     // the message suggests resuming
-	}{
+	for _, c := range []dataCase{
 		{"a server that stalls after its headers", "stall", nil, get, 1,
 			[]string{"sent nothing for 2s", "{store}/mnist/train-images-idx3-ubyte.gz.part"}, true},
 		{"a download that never ends", "endless", nil, get, 1,
@@ -228,56 +220,72 @@ func TestHostileDataIsHandled(t *testing.T) {
 				return filepath.Join(s, "bomb")
 			}, dryRun, 1, []string{"{store}/bomb/train-images-idx3-ubyte.gz", "declare 78400 data bytes, file holds more than"}, false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			store := t.TempDir()
-			kept := ""
-			if c.setup != nil {
-				kept = c.setup(store)
-			}
-			var before map[string][]byte
-			if kept != "" {
-				before = testenv.Snapshot(t, kept)
-			}
-			p := newProxy(t, c.mode)
-			start := time.Now()
-			fill := func(in []string) []string {
-				out := make([]string, len(in))
-				for i, a := range in {
-					out[i] = strings.ReplaceAll(a, "{store}", store)
-				}
-				return out
-			}
-			r := runPFL(t, tmp, p.env(store, 2*time.Second), fill(c.args)...)
-			took := time.Since(start)
-			t.Logf("exit %d in %v:\n%s", r.code, took.Round(time.Millisecond), r.output)
-			if r.code != c.code {
-				t.Fatalf("exit %d, want %d:\n%s", r.code, c.code, r.output)
-			}
-			for _, m := range fill(c.mention) {
-				if !strings.Contains(r.output, m) {
-					t.Errorf("the output does not name %q:\n%s", m, r.output)
-				}
-			}
-			if got := strings.Contains(r.output, "resume"); got != c.resume {
-				t.Errorf("suggests resuming: %v, want %v:\n%s", got, c.resume, r.output)
-			}
-			if took > 30*time.Second {
-				t.Errorf("took %v; want seconds", took)
-			}
-			for _, req := range p.seen() {
-				if !strings.Contains(req, "yann.lecun.com") && !strings.Contains(req, "ossci-datasets") {
-					t.Errorf("the proxy was asked for %s, no address of MNIST's", req)
-				}
-			}
-			if kept != "" {
-				after := testenv.Snapshot(t, kept)
-				delete(after, filepath.Join(kept, ".pfl-data.lock")) // pfl's own, holding nothing
-				testenv.SameFiles(t, before, after)
-				if n := len(p.seen()); n != 0 {
-					t.Errorf("%d requests; want none", n)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { c.check(t, tmp) })
+	}
+}
+
+// dataCase is one hostile source of data: the proxy's mode, the data folder as it finds
+// it, the command run against them and what its output must say.
+type dataCase struct {
+	name    string
+	mode    string                    // the proxy's
+	setup   func(store string) string // prepares the data folder; returns the folder whose files must stay as they are ("": none)
+	args    []string                  // {store} is the data folder
+	code    int
+	mention []string // {store} is the data folder
+	resume  bool     // the message suggests resuming
+}
+
+// check runs the case's command (tmp: the test's folder) and checks its exit, its message,
+// its time, the addresses asked and the files kept.
+func (c dataCase) check(t *testing.T, tmp string) {
+	store := t.TempDir()
+	kept := ""
+	if c.setup != nil {
+		kept = c.setup(store)
+	}
+	var before map[string][]byte
+	if kept != "" {
+		before = testenv.Snapshot(t, kept)
+	}
+	p := newProxy(t, c.mode)
+	start := time.Now()
+	fill := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, a := range in {
+			out[i] = strings.ReplaceAll(a, "{store}", store)
+		}
+		return out
+	}
+	r := runPFL(t, tmp, p.env(store, 2*time.Second), fill(c.args)...)
+	took := time.Since(start)
+	t.Logf("exit %d in %v:\n%s", r.code, took.Round(time.Millisecond), r.output)
+	if r.code != c.code {
+		t.Fatalf("exit %d, want %d:\n%s", r.code, c.code, r.output)
+	}
+	for _, m := range fill(c.mention) {
+		if !strings.Contains(r.output, m) {
+			t.Errorf("the output does not name %q:\n%s", m, r.output)
+		}
+	}
+	if got := strings.Contains(r.output, "resume"); got != c.resume {
+		t.Errorf("suggests resuming: %v, want %v:\n%s", got, c.resume, r.output)
+	}
+	if took > 30*time.Second {
+		t.Errorf("took %v; want seconds", took)
+	}
+	for _, req := range p.seen() {
+		if !strings.Contains(req, "yann.lecun.com") && !strings.Contains(req, "ossci-datasets") {
+			t.Errorf("the proxy was asked for %s, no address of MNIST's", req)
+		}
+	}
+	if kept != "" {
+		after := testenv.Snapshot(t, kept)
+		delete(after, filepath.Join(kept, ".pfl-data.lock")) // pfl's own, holding nothing
+		testenv.SameFiles(t, before, after)
+		if n := len(p.seen()); n != 0 {
+			t.Errorf("%d requests; want none", n)
+		}
 	}
 }
 

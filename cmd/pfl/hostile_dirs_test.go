@@ -23,6 +23,40 @@ import (
 // run and suite beside them) must come out of every case byte for byte unchanged, and no
 // case may leave a lock file or a refused run's directory.
 func TestRunDirectoriesAndKeysAreGuarded(t *testing.T) {
+	g := newGuarded(t)
+	for _, c := range g.cases(t) {
+		t.Run(c.name, func(t *testing.T) { g.check(t, c) })
+	}
+}
+
+// guarded is TestRunDirectoriesAndKeysAreGuarded's folder: a finished run (base) and suite
+// (suite) beside the cases' files, base's files before any case, and what the cases build
+// their commands and files with.
+type guarded struct {
+	tmp, base, suite string
+	before           map[string][]byte
+	at               func(rel string) string
+	write            func(rel, text string)
+	copyRun          func(from, to string)
+	with             func(extra ...string) []string
+	fromFile         func(rel string) []string
+	indexFile        []byte
+}
+
+// guardCase is one case: what it sets up, the command, its exit and message, the paths
+// (under tmp) pfl did not write that must stay unchanged, and more to check (nil: none).
+type guardCase struct {
+	name    string
+	setup   func()
+	args    []string
+	code    int
+	mention string
+	keep    []string
+	check   func(t *testing.T, out string)
+}
+
+// newGuarded runs the reference run and suite in a fresh folder.
+func newGuarded(t *testing.T) *guarded {
 	tmp := t.TempDir()
 	small := []string{"--set", "data.dataset=synthetic:300", "--set", "data.clients=4", "--set", "train.rounds=2",
 		"--set", "train.participation=0.5", "--set", "train.eval_every=1", "--set", "out=" + tmp}
@@ -63,16 +97,15 @@ func TestRunDirectoriesAndKeysAreGuarded(t *testing.T) {
 		return with("--set", "name=a", "--set", "data.dataset=synthetic:400:10:100", "--set", "data.partition=file",
 			"--set", "data.partition_file="+at(rel))
 	}
+	return &guarded{tmp: tmp, base: base, suite: suite, before: before, at: at, write: write, copyRun: copyRun,
+		with: with, fromFile: fromFile, indexFile: indexFile}
+}
+
+// cases are the commands the test runs, each in a subtest.
+func (g *guarded) cases(t *testing.T) []guardCase {
+	tmp, base, suite, at, write, copyRun, with, fromFile, indexFile := g.tmp, g.base, g.suite, g.at, g.write, g.copyRun, g.with, g.fromFile, g.indexFile
 	long := strings.Repeat("n", 300)
-	for _, c := range []struct {
-		name    string
-		setup   func()
-		args    []string
-		code    int
-		mention string
-		keep    []string                       // paths (under tmp) pfl did not write: unchanged after the command
-		check   func(t *testing.T, out string) // more to check; nil: nothing
-	}{
+	return []guardCase{
 		// only what pfl wrote is replaced, and only with --overwrite
 		{"a file where the run folder goes", func() { write("x/qs", "notes") },
 			with("--set", "out="+at("x"), "--set", "name=qs"), 1, at("x/qs") + " is a file", []string{"x"}, nil},
@@ -142,31 +175,34 @@ func TestRunDirectoriesAndKeysAreGuarded(t *testing.T) {
 		{"a name too long for its lock file, dry run", nil, with("--set", "name="+long, "--dry-run"), 1, "name: 300 bytes", nil, nil},
 		{"a name too long for its lock file", nil, with("--set", "name="+long), 1, "name: 300 bytes", nil, nil},
 		{"a name with a line break", nil, with("--set", "name=a\nb"), 1, `name: "a\nb" has a control character`, nil, noRunAt(at("a\nb"))},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if c.setup != nil {
-				c.setup()
-			}
-			kept := map[string]map[string][]byte{}
-			for _, p := range c.keep {
-				kept[p] = testenv.Snapshot(t, at(p))
-			}
-			r := runPFL(t, tmp, nil, c.args...)
-			if r.code != c.code || !strings.Contains(r.output, c.mention) {
-				t.Fatalf("pfl %q: exit %d, output:\n%.3000s\nwant exit %d and a message naming %q", c.args, r.code, r.output, c.code, c.mention)
-			}
-			for _, p := range c.keep {
-				testenv.SameFiles(t, kept[p], testenv.Snapshot(t, at(p)))
-			}
-			testenv.SameFiles(t, before, testenv.Snapshot(t, base))
-			if c.check != nil {
-				c.check(t, r.output)
-			}
-			noLocks(t, tmp)
-			if _, err := os.Stat(at("a")); err == nil {
-				t.Fatalf("the refused run left %s behind", at("a"))
-			}
-		})
+	}
+}
+
+// check runs case c and checks its exit, its message, the files kept, and that it left no
+// lock file and no refused run's directory.
+func (g *guarded) check(t *testing.T, c guardCase) {
+	tmp, base, before, at := g.tmp, g.base, g.before, g.at
+	if c.setup != nil {
+		c.setup()
+	}
+	kept := map[string]map[string][]byte{}
+	for _, p := range c.keep {
+		kept[p] = testenv.Snapshot(t, at(p))
+	}
+	r := runPFL(t, tmp, nil, c.args...)
+	if r.code != c.code || !strings.Contains(r.output, c.mention) {
+		t.Fatalf("pfl %q: exit %d, output:\n%.3000s\nwant exit %d and a message naming %q", c.args, r.code, r.output, c.code, c.mention)
+	}
+	for _, p := range c.keep {
+		testenv.SameFiles(t, kept[p], testenv.Snapshot(t, at(p)))
+	}
+	testenv.SameFiles(t, before, testenv.Snapshot(t, base))
+	if c.check != nil {
+		c.check(t, r.output)
+	}
+	noLocks(t, tmp)
+	if _, err := os.Stat(at("a")); err == nil {
+		t.Fatalf("the refused run left %s behind", at("a"))
 	}
 }
 

@@ -37,34 +37,9 @@ func TestHostileValuesAreRefusedClearly(t *testing.T) {
 	}
 	base := filepath.Join(tmp, "base")
 	before := testenv.Snapshot(t, base)
-	write := func(name, text string) string {
-		p := filepath.Join(tmp, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	// copies of the finished run, each damaged in one way
-	copyRun := func(name string) string {
-		dir := filepath.Join(tmp, name)
-		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	hollow := copyRun("hollow")
-	write("hollow/config.json", "{}\n")
-	edited := copyRun("edited")
-	editHistory(t, filepath.Join(edited, "checkpoint.safetensors"))
-	nanEmb, oneEmb := copyRun("nan-embeddings"), copyRun("one-embedding")
-	write("nan-embeddings/embeddings.csv", "client,novel,z0,z1\n0,false,0.5,NaN\n1,false,0.1,0.2\n")
-	write("one-embedding/embeddings.csv", "client,novel,z0,z1\n0,false,0.5,0.25\n")
-
-	grid := "out: " + tmp + "\nname: a\ndata:\n  dataset: synthetic:300\n  clients: 4\ntrain:\n  rounds: 1\n  participation: 0.5\n"
-	sweepZero := write("sweep-zero.yaml", grid+"model:\n  preset: tiny-vit\n  patch: 8\nsweep:\n  model.depth: [1, 0]\n")
-	noSeeds := write("no-seeds.yaml", grid+"seeds: []\n")
-	negativeSeed := write("negative-seed.yaml", grid+"seeds: [1, -2]\n")
-	noValue := write("no-value.yaml", grid+"algorithm:\n  mu:\n")
+	f := hostileFiles(t, tmp, base)
+	hollow, edited, nanEmb, oneEmb := f.hollow, f.edited, f.nanEmb, f.oneEmb
+	sweepZero, noSeeds, negativeSeed, noValue := f.sweepZero, f.noSeeds, f.negativeSeed, f.noValue
 	for _, c := range []struct {
 		name    string
 		env     []string
@@ -125,6 +100,47 @@ func TestHostileValuesAreRefusedClearly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostileInputs are the files TestHostileValuesAreRefusedClearly gives pfl: copies of
+// the finished run, each damaged in one way, and configs with a bad value.
+type hostileInputs struct {
+	hollow, edited, nanEmb, oneEmb            string // run directories
+	sweepZero, noSeeds, negativeSeed, noValue string // config files
+}
+
+// hostileFiles writes hostileInputs in tmp from the finished run in base.
+func hostileFiles(t *testing.T, tmp, base string) hostileInputs {
+	t.Helper()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// copies of the finished run, each damaged in one way
+	copyRun := func(name string) string {
+		dir := filepath.Join(tmp, name)
+		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	hollow := copyRun("hollow")
+	write("hollow/config.json", "{}\n")
+	edited := copyRun("edited")
+	editHistory(t, filepath.Join(edited, "checkpoint.safetensors"))
+	nanEmb, oneEmb := copyRun("nan-embeddings"), copyRun("one-embedding")
+	write("nan-embeddings/embeddings.csv", "client,novel,z0,z1\n0,false,0.5,NaN\n1,false,0.1,0.2\n")
+	write("one-embedding/embeddings.csv", "client,novel,z0,z1\n0,false,0.5,0.25\n")
+
+	grid := "out: " + tmp + "\nname: a\ndata:\n  dataset: synthetic:300\n  clients: 4\ntrain:\n  rounds: 1\n  participation: 0.5\n"
+	sweepZero := write("sweep-zero.yaml", grid+"model:\n  preset: tiny-vit\n  patch: 8\nsweep:\n  model.depth: [1, 0]\n")
+	noSeeds := write("no-seeds.yaml", grid+"seeds: []\n")
+	negativeSeed := write("negative-seed.yaml", grid+"seeds: [1, -2]\n")
+	noValue := write("no-value.yaml", grid+"algorithm:\n  mu:\n")
+	return hostileInputs{hollow, edited, nanEmb, oneEmb, sweepZero, noSeeds, negativeSeed, noValue}
 }
 
 // editHistory drops the last loss of the first evaluation in the checkpoint's history and

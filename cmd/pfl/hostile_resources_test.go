@@ -63,13 +63,7 @@ func TestHostileInputIsHandled(t *testing.T) {
 		check   func(t *testing.T, out string) // more to check afterwards; nil: nothing
 	}{
 		{"a loss too large to plot", nil, with("--set", "name=huge", "--set", "train.lr=1e6", "--set", "train.rounds=1"), 0, "run directory",
-			func(t *testing.T, _ string) {
-				for _, f := range []string{"loss.png", "loss.svg", "accuracy.png", "summary.json"} {
-					if _, err := os.Stat(filepath.Join(tmp, "huge", f)); err != nil {
-						t.Error(err)
-					}
-				}
-			}},
+			hasFiles(filepath.Join(tmp, "huge"), "loss.png", "loss.svg", "accuracy.png", "summary.json")},
 		{"maps of huge images", nil, []string{"maps", "-side", "100000", base}, 1, "-side", nil},
 		{"maps of a million images", nil, []string{"maps", "-images", "1000000", base}, 1, "-images", nil},
 		{"models of 100,000 blocks", nil, []string{"models", "-depth", "100000"}, 1, "-depth", nil},
@@ -109,19 +103,7 @@ func TestHostileInputIsHandled(t *testing.T) {
 		{"a deep, narrow model beyond memory", nil, with("--set", "name=a", "--set", "model.preset=tiny-vit", "--set", "model.depth=100000",
 			"--set", "model.dim=8", "--set", "model.heads=1", "--set", "model.head_dim=8", "--set", "model.mlp=8"), 1, "model.depth", noRunAt(filepath.Join(tmp, "a"))},
 		{"a run that diverges", nil, with("--set", "name=nan", "--set", "train.lr=1e6", "--set", "train.rounds=4"), 0, "diverged at round",
-			func(t *testing.T, _ string) {
-				var s struct {
-					Rounds   int `json:"rounds"`
-					Diverged int `json:"diverged_at_round"`
-				}
-				b, err := os.ReadFile(filepath.Join(tmp, "nan", "summary.json"))
-				if err == nil {
-					err = json.Unmarshal(b, &s)
-				}
-				if err != nil || s.Diverged != s.Rounds+1 || s.Diverged < 1 {
-					t.Fatalf("summary.json of the diverged run: %+v, %v (%s)", s, err, b)
-				}
-			}},
+			divergedSummary(filepath.Join(tmp, "nan"))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.setup != nil {
@@ -136,6 +118,35 @@ func TestHostileInputIsHandled(t *testing.T) {
 				c.check(t, r.output)
 			}
 		})
+	}
+}
+
+// hasFiles checks that dir holds every file of names.
+func hasFiles(dir string, names ...string) func(t *testing.T, out string) {
+	return func(t *testing.T, _ string) {
+		for _, f := range names {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// divergedSummary checks the summary.json of the run in dir that diverged: it diverged at
+// the round after the rounds it reports.
+func divergedSummary(dir string) func(t *testing.T, out string) {
+	return func(t *testing.T, _ string) {
+		var s struct {
+			Rounds   int `json:"rounds"`
+			Diverged int `json:"diverged_at_round"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &s)
+		}
+		if err != nil || s.Diverged != s.Rounds+1 || s.Diverged < 1 {
+			t.Fatalf("summary.json of the diverged run: %+v, %v (%s)", s, err, b)
+		}
 	}
 }
 

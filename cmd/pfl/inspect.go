@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"reflect"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
 	"pfl/bench/harness"
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/experiment"
 )
 
@@ -20,20 +20,17 @@ import (
 // an environment variable, a --set, or the default. A value the sources leave unset that
 // the run derives (a model size from model.preset, a name from the file) is marked
 // "default, resolved". Optional keys left unset print null.
-func printConfig(out io.Writer, cfg experiment.Config, sources map[string]string) error {
+func printConfig(out io.Writer, cfg config.Config, sources config.Origins) error {
 	resolved := cfg.Resolved()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	var err error
-	walkConfig(func(key string, _ reflect.Type) {
+	for _, key := range config.Keys() {
+		given, err := cfg.ValueJSON(key)
 		if err != nil {
-			return
+			return err
 		}
-		var given, final string
-		if given, err = keyJSON(cfg, key); err != nil {
-			return
-		}
-		if final, err = keyJSON(resolved, key); err != nil {
-			return
+		final, err := resolved.ValueJSON(key)
+		if err != nil {
+			return err
 		}
 		source, ok := sources[key]
 		switch {
@@ -43,9 +40,6 @@ func printConfig(out io.Writer, cfg experiment.Config, sources map[string]string
 			source = "default"
 		}
 		fmt.Fprintf(tw, "%s: %s\t# %s\n", key, shown(final), shown(source))
-	})
-	if err != nil {
-		return err
 	}
 	if len(cfg.Sweep) > 0 {
 		b, err := json.Marshal(cfg.Sweep)
@@ -73,16 +67,6 @@ func shown(s string) string {
 	return fmt.Sprintf("%s… (%d bytes in all)", s[:cut], len(s))
 }
 
-// keyJSON is the JSON of cfg's value at key (section.key, as mapstructure names it).
-func keyJSON(cfg experiment.Config, key string) (string, error) {
-	v, ok := configField(reflect.ValueOf(cfg), key)
-	if !ok {
-		return "", fmt.Errorf("config has no key %s", key)
-	}
-	b, err := json.Marshal(v.Interface())
-	return string(b), err
-}
-
 // dryRun checks cfg as `pfl train` would and measures what it would cost, writing
 // nothing: every run the config makes (each suite member, each sweep point; the seeds of a
 // grid cost the same) is prepared as it would start (data loaded, partitioned and
@@ -90,7 +74,7 @@ func keyJSON(cfg experiment.Config, key string) (string, error) {
 // the table projects its wall time from those two times (the first round includes
 // warm-up, so the projection errs long). No data is downloaded: a missing dataset is an
 // error naming `pfl data get`.
-func dryRun(ctx context.Context, out io.Writer, cfg experiment.Config) error {
+func dryRun(ctx context.Context, out io.Writer, cfg config.Config) error {
 	runs, err := experiment.Plan(ctx, cfg)
 	if err != nil {
 		return err
@@ -127,18 +111,14 @@ func dryRun(ctx context.Context, out io.Writer, cfg experiment.Config) error {
 
 // measureFirstRound prepares cfg's run without a run directory, trains its first round and
 // evaluates once, and returns the two wall times and the memory lines `pfl train` prints.
-func measureFirstRound(ctx context.Context, cfg experiment.Config) (round, eval time.Duration, memory []string, err error) {
+func measureFirstRound(ctx context.Context, cfg config.Config) (round, eval time.Duration, memory []string, err error) {
 	sess, err := experiment.Open(ctx, cfg)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	defer sess.Close()
 	memory = append(sess.Memory(), sess.Warnings()...)
-	r := sess.Run()
-	dev, err := cuda.ParseDevice(cfg.Device)
-	if err != nil {
-		return 0, 0, nil, err
-	}
+	r, dev := sess.Run(), cfg.Device
 	start := time.Now()
 	if _, err := r.Round(0); err != nil {
 		return 0, 0, nil, fmt.Errorf("round 1: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"pfl/engine/analysis"
 	"pfl/engine/experiment"
+	"pfl/engine/rundir"
 )
 
 // mapsCmd draws attention rollout and focal modulation maps from a run's or a suite's
@@ -46,9 +47,9 @@ func mapsCmd(args []string, out io.Writer) error {
 		}
 	}
 	dirs := []string{pos[0]} // a run or suite: one sheet per client, a row per member
-	if experiment.IsGrid(pos[0]) {
+	if rundir.IsGrid(pos[0]) {
 		// a grid: each of its runs, as a run of its own
-		runs, err := experiment.Runs(pos[0])
+		runs, err := rundir.Runs(pos[0])
 		if err != nil {
 			return err
 		}

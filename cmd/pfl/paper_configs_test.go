@@ -8,7 +8,7 @@ import (
 
 	"pfl/configs"
 	"pfl/cuda"
-	"pfl/engine/experiment"
+	"pfl/engine/config"
 	"pfl/engine/fl"
 	"pfl/engine/fl/algo"
 	"pfl/engine/model"
@@ -109,7 +109,7 @@ func TestTransFedConfigsCompareLikeWithLike(t *testing.T) {
 
 // configMembers loads every member of the preset config file (the config itself when it
 // has no suite), each with its own keys applied: label → config.
-func configMembers(t *testing.T, file string) map[string]experiment.Config {
+func configMembers(t *testing.T, file string) map[string]config.Config {
 	t.Helper()
 	path := filepath.Join("../../configs", file)
 	out := "out=" + t.TempDir()
@@ -118,16 +118,16 @@ func configMembers(t *testing.T, file string) map[string]experiment.Config {
 		t.Fatalf("%s: %v", file, err)
 	}
 	if len(base.Suite) == 0 {
-		return map[string]experiment.Config{base.Algorithm.Name: base}
+		return map[string]config.Config{base.Algorithm.Name: base}
 	}
 	// each member as the suite runs it; seeds and a sweep point do not change which
 	// algorithm or schedule a member runs
 	base.Seeds, base.Sweep = nil, nil
-	list, err := experiment.SuiteMembers(base)
+	list, err := config.Members(base)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	members := map[string]experiment.Config{}
+	members := map[string]config.Config{}
 	for _, m := range list {
 		members[m.Name] = m
 	}

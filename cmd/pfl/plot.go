@@ -5,7 +5,8 @@ import (
 	"io"
 	"path/filepath"
 
-	"pfl/engine/experiment"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // plotCmd draws the accuracy curves of several runs on one figure; a suite or grid
@@ -19,7 +20,7 @@ func plotCmd(args []string, out io.Writer) error {
 	}
 	var runs, labels []string
 	for _, d := range dirs {
-		rs, err := experiment.Runs(d)
+		rs, err := rundir.Runs(d)
 		if err != nil {
 			return err
 		}
@@ -31,7 +32,7 @@ func plotCmd(args []string, out io.Writer) error {
 			runs, labels = append(runs, r.Dir), append(labels, label)
 		}
 	}
-	if err := experiment.CompareLabelled(*path, runs, labels); err != nil {
+	if err := report.CompareLabelled(*path, runs, labels); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "wrote %s\n", *path)

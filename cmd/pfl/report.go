@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"pfl/engine/experiment"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // reportCmd writes a run's, suite's or grid's self-contained HTML report. Unless -maps=false
@@ -26,7 +28,7 @@ func reportCmd(args []string, out io.Writer) error {
 	if *maps {
 		drawMissingMaps(dir, out)
 	}
-	pages, err := experiment.Report(dir)
+	pages, err := report.Write(dir)
 	for _, p := range pages {
 		fmt.Fprintf(out, "wrote %s\n", p)
 	}
@@ -37,8 +39,8 @@ func reportCmd(args []string, out io.Writer) error {
 // reported and the report goes on without them.
 func drawMissingMaps(dir string, out io.Writer) {
 	dirs := []string{dir}
-	if experiment.IsGrid(dir) {
-		first, err := experiment.FirstRuns(dir)
+	if rundir.IsGrid(dir) {
+		first, err := rundir.FirstRuns(dir)
 		if err != nil {
 			fmt.Fprintf(out, "maps: %v\n", err)
 			return

@@ -26,27 +26,9 @@ func TestSetTakesLists(t *testing.T) {
 
 // TestSetListItemsMayBeQuoted: a quoted list item is one item without its quotes, whatever
 // commas, brackets or semicolons it holds (a member with settings used to keep its quotes
-// and fail to decode, "cannot unmarshal string into model.prefix.mid").
+// and fail to decode, "cannot unmarshal string into model.prefix.mid"); engine/config's
+// TestParseText holds the grammar itself.
 func TestSetListItemsMayBeQuoted(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string
-	}{
-		{`[fedtp, fedavg]`, []string{"fedtp", "fedavg"}},
-		{`[fedtp, "p: algorithm.name=fedperfix; model.prefix.mid=32"]`, []string{"fedtp", "p: algorithm.name=fedperfix; model.prefix.mid=32"}},
-		{`['t: algorithm.name=transfed; algorithm.generate=[focal_f, focal_h]', fedavg]`, []string{"t: algorithm.name=transfed; algorithm.generate=[focal_f, focal_h]", "fedavg"}},
-		{`[a, , b,]`, []string{"a", "b"}},
-		{`[]`, []string{}},
-		{`["a,b"]`, []string{"a,b"}},
-	} {
-		got, ok := setValue(c.in).([]string)
-		if !ok || !slices.Equal(got, c.want) {
-			t.Errorf("setValue(%s) = %q, want %q", c.in, got, c.want)
-		}
-	}
-	if got := setValue(`"x"`); got != `"x"` {
-		t.Errorf("a value that is not a list is kept as written: got %q", got)
-	}
 	cfg, err := loadConfig("../../configs/study-fedperfix-fmnist.yaml", []string{`suite=[fedavg, "p32: algorithm.name=fedperfix; model.prefix.mid=32"]`})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/experiment"
 )
 
@@ -57,14 +58,14 @@ func TestSeedAndSeeds(t *testing.T) {
 		t.Fatalf("--set seed over the file's seeds: seed %d, seeds %v, %v; want 4 and none", cfg.Seed, cfg.Seeds, err)
 	}
 	cfg, err = loadConfig("../../configs/demo-fmnist.yaml", []string{"seeds=[2,3]"}) // the demo sets seed: 1
-	if err != nil || cfg.Seed != experiment.DefaultConfig().Seed || !slices.Equal(cfg.Seeds, []uint64{2, 3}) {
+	if err != nil || cfg.Seed != config.Default().Seed || !slices.Equal(cfg.Seeds, []uint64{2, 3}) {
 		t.Fatalf("--set seeds over the file's seed: seed %d, seeds %v, %v", cfg.Seed, cfg.Seeds, err)
 	}
 	if err := experiment.CheckGrid(cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err = loadConfig(writeConfig(t, "seed: 7\n"), []string{"seeds=[2,3]"})
-	if err != nil || cfg.Seed != experiment.DefaultConfig().Seed || len(cfg.Seeds) != 2 {
+	if err != nil || cfg.Seed != config.Default().Seed || len(cfg.Seeds) != 2 {
 		t.Fatalf("--set seeds over the file's seed 7: seed %d, seeds %v, %v", cfg.Seed, cfg.Seeds, err)
 	}
 	if err := cfg.Resolved().Validate(); err != nil {

@@ -14,9 +14,11 @@ import (
 
 	"pfl/configs"
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/dist"
 	"pfl/engine/experiment"
 	"pfl/engine/fl"
+	"pfl/engine/rundir"
 )
 
 // trainCmd runs an experiment, or continues one.
@@ -65,7 +67,7 @@ func trainCmd(args []string, out io.Writer) error {
 		// no signal handler: printing writes nothing, so a signal ends it at once
 		return printConfig(out, cfg, sources)
 	}
-	if err := experiment.CheckKeysRead(cfg, givenKeys(sources)); err != nil {
+	if err := config.CheckKeysRead(cfg, sources.Given()); err != nil {
 		return err
 	}
 	ctx, stop := interruptible(out)
@@ -77,32 +79,54 @@ func trainCmd(args []string, out io.Writer) error {
 		return dryRun(ctx, out, cfg)
 	}
 	opts := experiment.Options{Observer: observer(out), Overwrite: *overwrite, StopOnDivergence: *stopDiv}
-	ctx, leave, err := joinGroup(ctx, cfg, out)
-	if err != nil {
-		return err
+	return start(ctx, cfg, "", opts, out)
+}
+
+// start runs cfg (a grid, a suite or one run), or with dir continues the one in dir, in
+// the group of processes the environment describes (joinGroup; a grid runs in one
+// process, and is resumed without one), and prints its results.
+func start(ctx context.Context, cfg config.Config, dir string, opts experiment.Options, out io.Writer) error {
+	resume := dir != ""
+	if !resume || !cfg.IsGrid() {
+		var leave func()
+		var err error
+		if ctx, leave, err = joinGroup(ctx, cfg, out); err != nil {
+			return err
+		}
+		defer leave()
 	}
-	defer leave()
-	if cfg.IsGrid() {
-		gr, err := experiment.RunGrid(ctx, cfg, opts)
+	switch {
+	case cfg.IsGrid():
+		run := func() (*experiment.GridResult, error) { return experiment.RunGrid(ctx, cfg, opts) }
+		if resume {
+			run = func() (*experiment.GridResult, error) { return experiment.ResumeGrid(ctx, dir, opts) }
+		}
+		gr, err := run()
 		if err != nil {
 			return err
 		}
 		printGrid(out, gr)
-		return nil
-	}
-	if len(cfg.Suite) > 0 {
-		sr, err := experiment.RunSuiteWith(ctx, cfg, opts)
+	case len(cfg.Suite) > 0:
+		run := func() (*experiment.SuiteResult, error) { return experiment.RunSuiteWith(ctx, cfg, opts) }
+		if resume {
+			run = func() (*experiment.SuiteResult, error) { return experiment.ResumeSuite(ctx, dir, opts) }
+		}
+		sr, err := run()
 		if err != nil {
 			return err
 		}
 		printSuite(out, sr)
-		return nil
+	default:
+		run := experiment.RunWith
+		if resume {
+			run = experiment.ResumeWith
+		}
+		res, err := run(ctx, cfg, opts)
+		if err != nil {
+			return err
+		}
+		printResult(out, res)
 	}
-	res, err := experiment.RunWith(ctx, cfg, opts)
-	if err != nil {
-		return err
-	}
-	printResult(out, res)
 	return nil
 }
 
@@ -111,7 +135,7 @@ func trainCmd(args []string, out io.Writer) error {
 // train across the processes, and a function that leaves the group. With WORLD_SIZE unset
 // or 1 it returns ctx as it is. It says on out where Gloo's device sits: the first thing
 // to check when the ranks of several machines cannot reach each other.
-func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (context.Context, func(), error) {
+func joinGroup(ctx context.Context, cfg config.Config, out io.Writer) (context.Context, func(), error) {
 	env, err := dist.FromEnv()
 	if err != nil || env == nil {
 		return ctx, func() {}, err
@@ -119,10 +143,7 @@ func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (conte
 	if cfg.IsGrid() {
 		return nil, nil, fmt.Errorf("seeds and sweep run their runs one after another in one process; run one run's config under WORLD_SIZE=%d instead", env.World)
 	}
-	dev, err := cuda.ParseDevice(cfg.Device)
-	if err != nil {
-		return nil, nil, fmt.Errorf("device: %w", err)
-	}
+	dev := cfg.Device
 	if dev.IsCUDA() {
 		// each rank on CUDA takes GPU LOCAL_RANK: a rank beyond the GPUs has none
 		if n, err := cuda.CUDADeviceCount(); err == nil && n > 0 && env.LocalRank >= n {
@@ -144,98 +165,67 @@ func joinGroup(ctx context.Context, cfg experiment.Config, out io.Writer) (conte
 	return dist.NewContext(ctx, g), func() { g.Close() }, nil
 }
 
-// resumeRun continues a run or a suite; --set may change the keys a resumed run may change
-// (the run refuses any other difference, naming it).
+// resumeRun continues a run, a suite or a grid; --set may change the keys a resumed run
+// may change (the run refuses any other difference, naming it).
 func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.Options, out io.Writer) error {
-	if cfg, err := experiment.LoadRunConfig(dir); err == nil { // else the resume names what is wrong
+	if cfg, err := rundir.LoadConfig(dir); err == nil { // else the resume names what is wrong
 		if err := checkDevice(cfg.Device); err != nil {
 			return err
 		}
 	}
-	if parent := experiment.Enclosing(dir); parent != "" {
+	if parent := rundir.Enclosing(dir); parent != "" {
 		return fmt.Errorf("%s is one of the runs of %s; continue them together with: pfl train --resume %s (resuming one alone would leave the results of %s out of date)",
 			dir, parent, parent, parent)
 	}
-	if experiment.IsGrid(dir) {
-		if len(sets) > 0 {
-			return fmt.Errorf("--set with --resume of a grid (seeds or sweep): edit %s instead", filepath.Join(dir, "config.json"))
-		}
-		gr, err := experiment.ResumeGrid(ctx, dir, opts)
-		if err != nil {
-			return err
-		}
-		printGrid(out, gr)
-		return nil
-	}
-	if experiment.IsSuite(dir) {
-		if len(sets) > 0 {
-			return fmt.Errorf("--set with --resume of a suite: edit %s instead", filepath.Join(dir, "config.json"))
-		}
-		cfg, err := experiment.LoadRunConfig(dir)
-		if err != nil {
-			return err
-		}
-		ctx, leave, err := joinGroup(ctx, cfg, out)
-		if err != nil {
-			return err
-		}
-		defer leave()
-		sr, err := experiment.ResumeSuite(ctx, dir, opts)
-		if err != nil {
-			return err
-		}
-		printSuite(out, sr)
-		return nil
-	}
-	cfg, err := experiment.LoadRunConfig(dir)
+	cfg, err := resumeConfig(dir, sets)
 	if err != nil {
 		return err
 	}
-	if err := resumableSets(sets); err != nil {
-		return err
-	}
-	if len(sets) > 0 {
-		out, name := cfg.Out, cfg.Name // where the run lies now, whatever config.json says
-		if cfg, err = loadConfig(filepath.Join(dir, "config.json"), sets); err != nil {
-			return err
-		}
-		cfg.Out, cfg.Name = out, name
-	}
-	ctx, leave, err := joinGroup(ctx, cfg, out)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	res, err := experiment.ResumeWith(ctx, cfg, opts)
-	if err != nil {
-		return err
-	}
-	printResult(out, res)
-	return nil
+	return start(ctx, cfg, dir, opts, out)
 }
 
-// givenKeys are the keys of sources (loadConfigSources') that --set or a PFL_* variable
-// gave, each with who gave it; a config file's keys are not among them.
-func givenKeys(sources map[string]string) map[string]string {
-	out := map[string]string{}
-	for key, src := range sources {
-		if strings.HasPrefix(src, "--set ") || strings.HasPrefix(src, "environment variable ") {
-			out[key] = src
+// resumeConfig is the config of the run, suite or grid in dir as --resume continues it: a
+// run's with sets, the keys a resumed run may change, applied (with the PFL_* variables,
+// as pfl train applies them); a suite's or grid's as its config.json holds it, which is
+// where its runs' keys are changed.
+func resumeConfig(dir string, sets []string) (config.Config, error) {
+	for _, c := range []struct {
+		is   func(string) bool
+		what string
+	}{{rundir.IsGrid, "a grid (seeds or sweep)"}, {rundir.IsSuite, "a suite"}} {
+		if !c.is(dir) {
+			continue
 		}
+		if len(sets) > 0 {
+			return config.Config{}, fmt.Errorf("--set with --resume of %s: edit %s instead", c.what, filepath.Join(dir, "config.json"))
+		}
+		return rundir.LoadConfig(dir)
 	}
-	return out
+	cfg, err := rundir.LoadConfig(dir)
+	if err != nil || len(sets) == 0 {
+		return cfg, err
+	}
+	if err := resumableSets(sets); err != nil {
+		return cfg, err
+	}
+	out, name := cfg.Out, cfg.Name // where the run lies now, whatever config.json says
+	if cfg, _, err = config.Load(config.Sources{Base: &cfg, Env: os.Environ(), Sets: sets}); err != nil {
+		return cfg, err
+	}
+	cfg.Out, cfg.Name = out, name
+	return cfg, nil
 }
 
 // resumableSets refuses a --set of a key that a resumed run may not change (all but
-// experiment.ResumableKeys: the others define the run, and name and out are where it
+// rundir.ResumableKeys: the others define the run, and name and out are where it
 // lies), naming it before the checkpoint is read. A key that is no config key is left to
 // loadConfig, which says so.
 func resumableSets(sets []string) error {
-	fields, ok := configFields(), experiment.ResumableKeys()
+	ok := rundir.ResumableKeys()
 	for _, s := range sets {
 		key, _, _ := strings.Cut(s, "=")
 		key = strings.ToLower(key)
-		if _, known := fields[key]; known && !slices.Contains(ok, key) {
+		if config.IsKey(key) && !slices.Contains(ok, key) {
 			return fmt.Errorf("--set %s: %s cannot change when a run is resumed (it is the run's own; pfl train -c <config> --set ... starts another run); --resume takes --set of %s only",
 				s, key, strings.Join(ok, ", "))
 		}

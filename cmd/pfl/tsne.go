@@ -6,7 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"pfl/engine/experiment"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // tsneCmd draws the t-SNE of the client embeddings of a run, or of every run of a suite or
@@ -18,7 +19,7 @@ func tsneCmd(args []string, out io.Writer) error {
 		return err
 	}
 	dir := pos[0]
-	runs, err := experiment.Runs(dir)
+	runs, err := rundir.Runs(dir)
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func tsneCmd(args []string, out io.Writer) error {
 		}
 	}
 	for _, d := range dirs {
-		if err := experiment.EmbeddingTSNE(d); err != nil {
+		if err := report.EmbeddingTSNE(d); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "wrote %s\n", filepath.Join(d, "embeddings_tsne.png"))

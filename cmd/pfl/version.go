@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 
-	"pfl/engine/experiment"
+	"pfl/engine/rundir"
 )
 
 // versionCmd prints pfl's module version and the VCS revision the binary was built from
@@ -26,7 +26,7 @@ func versionLine() string {
 	if !ok {
 		return "pfl: no build information in this binary"
 	}
-	rev := experiment.BuildRevision()
+	rev := rundir.BuildRevision()
 	if rev == "" {
 		return fmt.Sprintf("pfl %s (built without VCS stamping: no revision recorded; %s)", bi.Main.Version, bi.GoVersion)
 	}

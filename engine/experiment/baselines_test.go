@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
 	"pfl/engine/fl/algo"
+	"pfl/engine/rundir"
 )
 
 // TestPersonalBaselinesRunThroughTheConfig: each personalization baseline runs two rounds
@@ -20,32 +22,32 @@ import (
 func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 	for _, c := range []struct {
 		alg  string
-		set  func(a *AlgorithmConfig)
+		set  func(a *fl.Settings)
 		kept []string // tensors the checkpoint must hold
 	}{
-		{"ditto", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *algo.DittoConfig) { o.Lambda = 0.5 }) }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
-		{"apfl", func(a *AlgorithmConfig) { fl.EditOwn(a, func(o *algo.APFLConfig) { o.Alpha = 0.4 }) }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
-		{"perfedavg", func(a *AlgorithmConfig) {
-			fl.EditOwn(a, func(o *algo.PerFedAvgSettings) { *o = PerFedAvgConfig{Alpha: 0.01, Beta: 0.02, Variant: "hf"} })
+		{"ditto", func(a *fl.Settings) { fl.EditOwn(a, func(o *algo.DittoConfig) { o.Lambda = 0.5 }) }, []string{"store/personal.fc3.weight", "global/fc3.weight"}},
+		{"apfl", func(a *fl.Settings) { fl.EditOwn(a, func(o *algo.APFLConfig) { o.Alpha = 0.4 }) }, []string{"store/personal.fc3.weight", "store/mixing.alpha"}},
+		{"perfedavg", func(a *fl.Settings) {
+			fl.EditOwn(a, func(o *algo.PerFedAvgSettings) { *o = algo.PerFedAvgSettings{Alpha: 0.01, Beta: 0.02, Variant: "hf"} })
 		}, []string{"global/fc3.weight"}},
-		{"pfedme", func(a *AlgorithmConfig) {
+		{"pfedme", func(a *fl.Settings) {
 			fl.EditOwn(a, func(o *algo.PFedMeSettings) {
-				*o = PFedMeConfig{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9, Clients: "all"}
+				*o = algo.PFedMeSettings{Lambda: 15, InnerSteps: 2, PersonalLR: ptr(0.02), Beta: 0.9, Clients: "all"}
 			})
 		}, []string{"store/personal.fc3.weight"}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
-			cfg := filled(Config{Name: c.alg, Out: t.TempDir(),
-				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5, HoldOut: 0.2},
-				Novel:     NovelConfig{Epochs: 2},
-				Algorithm: AlgorithmConfig{Name: c.alg},
-				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+			cfg := filled(config.Config{Name: c.alg, Out: t.TempDir(),
+				Data:      config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "dirichlet", Alpha: 0.5, HoldOut: 0.2},
+				Novel:     config.Novel{Epochs: 2},
+				Algorithm: fl.Settings{Name: c.alg},
+				Train:     config.Train{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			c.set(&cfg.Algorithm)
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var s Summary
+			var s rundir.Summary
 			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 			if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || len(s.Novel) != 1 {
 				t.Fatalf("summary %+v, %v", s, err)
@@ -71,44 +73,52 @@ func TestPersonalBaselinesRunThroughTheConfig(t *testing.T) {
 
 func TestBaselineKeysAreValidated(t *testing.T) {
 	for _, c := range []struct {
-		mutate func(*Config)
+		mutate func(*config.Config)
 		key    string
 	}{
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.DittoConfig) { o.Lambda = -1 }) }, "algorithm.ditto.lambda"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 0 }) }, "algorithm.fedrep.rep_epochs"},
-		{func(c *Config) {
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.DittoConfig) { o.Lambda = -1 }) }, "algorithm.ditto.lambda"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 0 }) }, "algorithm.fedrep.rep_epochs"},
+		{func(c *config.Config) {
 			c.Algorithm.Name, c.Train.Epochs = "fedrep", 3
 			fl.EditOwn(&c.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 3 })
 		}, "algorithm.fedrep.rep_epochs"},
-		{func(c *Config) { c.Algorithm.Name = "fedrep" }, "algorithm.fedrep.rep_epochs"}, // 1 epoch: no head epoch left
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.APFLConfig) { o.Alpha = 1.5 }) }, "algorithm.apfl.alpha"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Alpha = -0.1 }) }, "algorithm.perfedavg.alpha"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Beta = 0 }) }, "algorithm.perfedavg.beta"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Variant = "so" }) }, "algorithm.perfedavg.variant"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Lambda = 0 }) }, "algorithm.pfedme.lambda"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.InnerSteps = 0 }) }, "algorithm.pfedme.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.PersonalLR = ptr(-1.0) }) }, "algorithm.pfedme.personal_lr"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Beta = -1 }) }, "algorithm.pfedme.beta"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Clients = "every" }) }, "algorithm.pfedme.clients"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EmbedDim = 0 }) }, "algorithm.pfedgp.embed_dim"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.OutputScale = 0 }) }, "algorithm.pfedgp.outputscale"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LengthScale = -1 }) }, "algorithm.pfedgp.lengthscale"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsDraws = 0 }) }, "algorithm.pfedgp.gibbs_draws"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsSteps = -1 }) }, "algorithm.pfedgp.gibbs_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsDraws = 0 }) }, "algorithm.pfedgp.eval_gibbs_draws"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsSteps = -2 }) }, "algorithm.pfedgp.eval_gibbs_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "elbo" }) }, "algorithm.pfedgp.objective"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.PredictRatio = 1 }) }, "algorithm.pfedgp.predict_ratio"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Inducing = 0 }) }, "algorithm.pfedgp.inducing"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LossScaler = 0 }) }, "algorithm.pfedgp.loss_scaler"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Clip = -1 }) }, "algorithm.pfedgp.clip"},
-		{func(c *Config) {
+		{func(c *config.Config) { c.Algorithm.Name = "fedrep" }, "algorithm.fedrep.rep_epochs"}, // 1 epoch: no head epoch left
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.APFLConfig) { o.Alpha = 1.5 }) }, "algorithm.apfl.alpha"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Alpha = -0.1 }) }, "algorithm.perfedavg.alpha"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Beta = 0 }) }, "algorithm.perfedavg.beta"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PerFedAvgSettings) { o.Variant = "so" }) }, "algorithm.perfedavg.variant"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Lambda = 0 }) }, "algorithm.pfedme.lambda"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.InnerSteps = 0 }) }, "algorithm.pfedme.inner_steps"},
+		{func(c *config.Config) {
+			fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.PersonalLR = ptr(-1.0) })
+		}, "algorithm.pfedme.personal_lr"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Beta = -1 }) }, "algorithm.pfedme.beta"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedMeSettings) { o.Clients = "every" }) }, "algorithm.pfedme.clients"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EmbedDim = 0 }) }, "algorithm.pfedgp.embed_dim"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.OutputScale = 0 }) }, "algorithm.pfedgp.outputscale"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LengthScale = -1 }) }, "algorithm.pfedgp.lengthscale"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsDraws = 0 }) }, "algorithm.pfedgp.gibbs_draws"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.GibbsSteps = -1 }) }, "algorithm.pfedgp.gibbs_steps"},
+		{func(c *config.Config) {
+			fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsDraws = 0 })
+		}, "algorithm.pfedgp.eval_gibbs_draws"},
+		{func(c *config.Config) {
+			fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.EvalGibbsSteps = -2 })
+		}, "algorithm.pfedgp.eval_gibbs_steps"},
+		{func(c *config.Config) {
+			fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "elbo" })
+		}, "algorithm.pfedgp.objective"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.PredictRatio = 1 }) }, "algorithm.pfedgp.predict_ratio"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Inducing = 0 }) }, "algorithm.pfedgp.inducing"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Weights = "sizes" }) }, "algorithm.pfedgp.weights"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.LossScaler = 0 }) }, "algorithm.pfedgp.loss_scaler"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Clip = -1 }) }, "algorithm.pfedgp.clip"},
+		{func(c *config.Config) {
 			c.Algorithm.Name = "pfedgp-ip"
 			fl.EditOwn(&c.Algorithm, func(o *algo.PFedGPSettings) { o.Objective = "marginal" })
 		}, "algorithm.pfedgp.objective"},
 	} {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		c.mutate(&cfg)
 		err := cfg.Resolved().Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
@@ -116,7 +126,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		}
 	}
 	// fedrep's rep_epochs reaches the strategy: 10 epochs, 3 of them the body's
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Algorithm.Name, cfg.Train.Epochs = "fedrep", 10
 	fl.EditOwn(&cfg.Algorithm, func(o *algo.FedRepConfig) { o.RepEpochs = 3 })
 	if err := cfg.Resolved().Validate(); err != nil {
@@ -126,7 +136,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 		t.Errorf("fedrep with rep_epochs 3 of 10 epochs: phases %+v, want 7 head epochs, then 3 body epochs", ph)
 	}
 	// pFedMe's personal learning rate follows train.lr unless set
-	cfg = DefaultConfig()
+	cfg = config.Default()
 	cfg.Train.LR = 0.03
 	if lr := fl.Own[algo.PFedMeSettings](cfg.Resolved().Algorithm).PersonalLR; lr == nil || *lr != 0.03 {
 		t.Errorf("algorithm.pfedme.personal_lr resolved to %v, want train.lr 0.03", lr)
@@ -136,7 +146,7 @@ func TestBaselineKeysAreValidated(t *testing.T) {
 // TestMemoryFloorCountsThePersonalCopy: the floor counts the model as the algorithm wraps
 // it: Ditto's two copies and every client's stored personal copy.
 func TestMemoryFloorCountsThePersonalCopy(t *testing.T) {
-	cfg := DefaultConfig().Resolved()
+	cfg := config.Default().Resolved()
 	cfg.Train.Workers = 1 // one stack; client groups are checked below
 	build, err := builder(cfg, cfg.Algorithm.Strategy(), 10, 1, 28, 28, cudaCPU)
 	if err != nil {

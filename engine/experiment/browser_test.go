@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"pfl/engine/report"
 	"pfl/internal/testenv"
 )
 
@@ -138,7 +139,7 @@ func TestGridReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := Report(res.Dir)
+	pages, err := report.Write(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

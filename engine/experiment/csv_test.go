@@ -11,13 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pfl/engine/config"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // exportTable runs ExportCSV and parses what it wrote: the header and the rows as maps.
 func exportTable(t *testing.T, kind string, dirs ...string) ([]string, []map[string]string, []string) {
 	t.Helper()
 	var buf bytes.Buffer
-	notes, err := ExportCSV(&buf, kind, dirs)
+	notes, err := report.ExportCSV(&buf, kind, dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func TestExportCSV(t *testing.T) {
 	grid := smallRun(out, "grid")
 	grid.Data.Partition = "dirichlet"
 	grid.Seeds = []uint64{1, 2}
-	grid.Sweep = []SweepAxis{{Key: "data.alpha", Values: []string{"0.3", "1"}}}
+	grid.Sweep = []config.SweepAxis{{Key: "data.alpha", Values: []string{"0.3", "1"}}}
 	if _, err := RunGrid(context.Background(), grid, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +81,12 @@ func TestExportCSV(t *testing.T) {
 
 // summaryNamesTheRun: summary.json names the run within its experiment.
 func summaryNamesTheRun(t *testing.T, runDir, suiteDir, gridDir string) {
-	for dir, want := range map[string]Summary{
+	for dir, want := range map[string]rundir.Summary{
 		runDir:                          {Algorithm: "fedavg", Seed: 7},
 		filepath.Join(suiteDir, "mine"): {Algorithm: "local", Seed: 1, Member: "mine"},
-		filepath.Join(gridDir, "data.alpha=1", "seed-2"): {Algorithm: "fedavg", Seed: 2, Sweep: []SweepValue{{"data.alpha", "1"}}},
+		filepath.Join(gridDir, "data.alpha=1", "seed-2"): {Algorithm: "fedavg", Seed: 2, Sweep: []config.SweepValue{{Key: "data.alpha", Value: "1"}}},
 	} {
-		s, err := readSummary(dir)
+		s, err := rundir.ReadSummary(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,13 +105,13 @@ func tablesNameTheRuns(t *testing.T, runDir, suiteDir, gridDir string) {
 		kind string
 		rows int // of the three experiments together: 1 + 2 + 4 runs
 	}{
-		{CSVRounds, 7 * 2},
-		{CSVClients, 7 * 2 * 4},
-		{CSVSummary, 7},
+		{report.CSVRounds, 7 * 2},
+		{report.CSVClients, 7 * 2 * 4},
+		{report.CSVSummary, 7},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			header, rows, notes := exportTable(t, c.kind, runDir, suiteDir, gridDir)
-			want := append(append(append([]string{}, ids...), "data.alpha"), csvColumns[c.kind]...)
+			want := append(append(append([]string{}, ids...), "data.alpha"), report.CSVColumns(c.kind)...)
 			if !reflect.DeepEqual(header, want) {
 				t.Fatalf("header %v\nwant %v", header, want)
 			}
@@ -133,9 +137,9 @@ func tablesNameTheRuns(t *testing.T, runDir, suiteDir, gridDir string) {
 // numbersAreTheRuns: the tables hold the numbers of the run's metrics.jsonl and
 // summary.json.
 func numbersAreTheRuns(t *testing.T, runDir string) {
-	_, rows, _ := exportTable(t, CSVRounds, runDir)
+	_, rows, _ := exportTable(t, report.CSVRounds, runDir)
 	b, _ := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
-	lines, err := parseMetrics(b)
+	lines, err := rundir.ParseMetrics(b)
 	if err != nil || len(rows) != len(lines) {
 		t.Fatalf("%d rows for %d rounds (%v)", len(rows), len(lines), err)
 	}
@@ -146,7 +150,7 @@ func numbersAreTheRuns(t *testing.T, runDir string) {
 			t.Errorf("round row %v", rows[i])
 		}
 	}
-	_, rows, _ = exportTable(t, CSVClients, runDir)
+	_, rows, _ = exportTable(t, report.CSVClients, runDir)
 	last := lines[len(lines)-1]
 	for c, a := range last.PerClient {
 		r := rows[len(rows)-len(last.PerClient)+c]
@@ -155,8 +159,8 @@ func numbersAreTheRuns(t *testing.T, runDir string) {
 			t.Errorf("client row %v", r)
 		}
 	}
-	_, rows, _ = exportTable(t, CSVSummary, runDir)
-	s, _ := readSummary(runDir)
+	_, rows, _ = exportTable(t, report.CSVSummary, runDir)
+	s, _ := rundir.ReadSummary(runDir)
 	sameNumber(t, "tail mean", rows[0]["tail_mean"], s.TailMean)
 	sameNumber(t, "final mean", rows[0]["final_mean"], s.FinalMean)
 	if rows[0]["rounds"] != "2" || rows[0]["diverged_at_round"] != "" || rows[0]["eval_protocol"] != s.EvalProtocol {
@@ -170,7 +174,7 @@ func numbersAreTheRuns(t *testing.T, runDir string) {
 // no summary row, and a note; an unknown table and a folder that is no run are errors.
 func olderAndUnfinished(t *testing.T, runDir, out string) {
 	path := filepath.Join(runDir, "summary.json")
-	s, err := readSummary(runDir)
+	s, err := rundir.ReadSummary(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +189,10 @@ func olderAndUnfinished(t *testing.T, runDir, out string) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if old, err := readSummary(runDir); err != nil || old.Algorithm != "" || old.TailMean != s.TailMean {
+	if old, err := rundir.ReadSummary(runDir); err != nil || old.Algorithm != "" || old.TailMean != s.TailMean {
 		t.Fatalf("an earlier summary.json: %+v, %v", old, err)
 	}
-	if _, rows, _ := exportTable(t, CSVSummary, runDir); rows[0]["algorithm"] != "fedavg" || rows[0]["seed"] != "7" {
+	if _, rows, _ := exportTable(t, report.CSVSummary, runDir); rows[0]["algorithm"] != "fedavg" || rows[0]["seed"] != "7" {
 		t.Errorf("an earlier run's summary row %v", rows[0])
 	}
 
@@ -196,13 +200,13 @@ func olderAndUnfinished(t *testing.T, runDir, out string) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, rows, notes := exportTable(t, CSVSummary, runDir); len(rows) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "not finished") {
+	if _, rows, notes := exportTable(t, report.CSVSummary, runDir); len(rows) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "not finished") {
 		t.Errorf("an unfinished run: rows %v, notes %v", rows, notes)
 	}
-	if _, err := ExportCSV(&bytes.Buffer{}, "runs", []string{runDir}); err == nil || !strings.Contains(err.Error(), "rounds clients summary") {
+	if _, err := report.ExportCSV(&bytes.Buffer{}, "runs", []string{runDir}); err == nil || !strings.Contains(err.Error(), "rounds clients summary") {
 		t.Errorf("an unknown table: %v", err)
 	}
-	if _, err := ExportCSV(&bytes.Buffer{}, CSVRounds, []string{out}); err == nil || !strings.Contains(err.Error(), "not a pfl run directory") {
+	if _, err := report.ExportCSV(&bytes.Buffer{}, report.CSVRounds, []string{out}); err == nil || !strings.Contains(err.Error(), "not a pfl run directory") {
 		t.Errorf("a folder that is no run: %v", err)
 	}
 }

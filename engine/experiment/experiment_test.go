@@ -6,20 +6,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"pfl/engine/fl"
-	"pfl/engine/fl/algo"
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/data"
+	"pfl/engine/fl"
+	"pfl/engine/fl/algo"
+	"pfl/engine/rundir"
 	"pfl/internal/testenv"
 )
 
 func TestRunWritesTheRunDirectory(t *testing.T) {
-	cfg := filled(Config{Name: "tiny", Out: t.TempDir(),
-		Data:      DataConfig{Dataset: "synthetic:600", Clients: 6, Partition: "dirichlet", Alpha: 1},
-		Algorithm: AlgorithmConfig{Name: "fedper"},
-		Train:     TrainConfig{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "tiny", Out: t.TempDir(),
+		Data:      config.Data{Dataset: "synthetic:600", Clients: 6, Partition: "dirichlet", Alpha: 1},
+		Algorithm: fl.Settings{Name: "fedper"},
+		Train:     config.Train{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func TestRunWritesTheRunDirectory(t *testing.T) {
 	if lines := strings.Count(string(b), "\n"); lines != 3 {
 		t.Errorf("metrics.jsonl has %d lines, want one per round", lines)
 	}
-	var s Summary
+	var s rundir.Summary
 	b, _ = os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 3 || s.TailEvals != 3 || !(s.FinalMicro > 0.1) {
 		t.Fatalf("summary %+v, %v", s, err)
@@ -46,60 +48,20 @@ func TestRunWritesTheRunDirectory(t *testing.T) {
 	}
 }
 
-func TestValidateNamesTheKey(t *testing.T) {
-	for _, c := range []struct {
-		mutate func(*Config)
-		want   string
-	}{
-		{func(c *Config) { c.Algorithm.Name = "fedsgd" }, "algorithm.name"},
-		{func(c *Config) { c.Model.Preset = "resnet" }, "model.preset"},
-		{func(c *Config) { c.Note = "first line\nsecond line" }, "note"},
-		{func(c *Config) { c.Device = "tpu" }, "device"},
-		{func(c *Config) { c.Train.Participation = 0.01; c.Data.Clients = 10 }, "selects no client"},
-		{func(c *Config) { c.Train.Participation = 2 }, "participation"},
-		{func(c *Config) { c.Train.Momentum = 1 }, "momentum"},
-		{func(c *Config) { c.Algorithm.Generate = []string{"attention"} }, "algorithm.generate"},
-		{func(c *Config) { c.Algorithm.Hyper.Layers = -1 }, "algorithm.hyper"},
-		{func(c *Config) { c.Algorithm.GenericLoss = "focal" }, "algorithm.generic_loss"},
-		{func(c *Config) { c.Data.Normalize = "imagenet" }, "data.normalize"},
-		{func(c *Config) { c.Data.Channels = 2 }, "channels"},
-		{func(c *Config) { c.Novel.Tune = []string{"head"} }, "novel.tune"},
-		{func(c *Config) { c.Train.Precision = "fp16" }, "train.precision"},
-		{func(c *Config) { c.Train.EvalChunk = -1 }, "train.eval_chunk"},
-		{func(c *Config) { c.Train.EvalBatch = -1 }, "train.eval_batch"},
-		{func(c *Config) { c.Train.Workers = -1 }, "train.workers"},
-		{func(c *Config) { c.Train.Workers = 2; c.Train.Sequential = true }, "train.workers"},
-		{func(c *Config) { c.Train.Workers = 2; c.Device = "cuda" }, "train.workers"},
-		{func(c *Config) { c.Train.Stack = -1 }, "train.stack"},
-		{func(c *Config) { c.Train.Stack = 1; c.Train.Sequential = true }, "train.stack"},
-		{func(c *Config) { c.Train.Stack = 1; c.Device = "cuda" }, "train.stack"},
-		{func(c *Config) { c.Data.Partition = "file" }, "data.partition_file: empty"},
-		{func(c *Config) { c.Data.PartitionFile = "p.json" }, "data.partition_file: set with partition dirichlet"},
-		{func(c *Config) { c.Data.Partition = "file"; c.Data.PartitionFile = "p.json"; c.Data.TrainSamples = 100 },
-			"data.partition: file with train_samples"},
-	} {
-		cfg := DefaultConfig().Resolved()
-		c.mutate(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("error %v, want one naming %q", err, c.want)
-		}
-	}
-}
-
 func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 	for _, alg := range []string{"fedtp", "fedtp-per", "fedtp-rod", "fedtp-knn"} {
 		t.Run(alg, func(t *testing.T) {
 			// synthetic 32×32 images; a small tiny-vit (patch 8) built from the size keys
-			cfg := filled(Config{Name: alg, Out: t.TempDir(),
-				Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-				Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
-				Algorithm: AlgorithmConfig{Name: alg, Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-				Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+			cfg := filled(config.Config{Name: alg, Out: t.TempDir(),
+				Data:      config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+				Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
+				Algorithm: fl.Settings{Name: alg, Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+				Train:     config.Train{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 			res, err := Run(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var s Summary
+			var s rundir.Summary
 			b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 			if err := json.Unmarshal(b, &s); err != nil {
 				t.Fatal(err)
@@ -123,9 +85,9 @@ func TestFedTPRunsCheckpointTheirHypernetwork(t *testing.T) {
 }
 
 func TestSuiteComparesAlgorithms(t *testing.T) {
-	cfg := filled(Config{Name: "suite", Out: t.TempDir(), Suite: []string{"fedavg", "local"},
-		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "suite", Out: t.TempDir(), Suite: []string{"fedavg", "local"},
+		Data:  config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Train: config.Train{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +119,7 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 	}
 	for _, r := range res.Runs {
 		b, err := os.ReadFile(filepath.Join(res.Dir, r.Summary.Name, "summary.json"))
-		var back Summary
+		var back rundir.Summary
 		if err == nil {
 			err = json.Unmarshal(b, &back)
 		}
@@ -176,12 +138,12 @@ func TestSuiteComparesAlgorithms(t *testing.T) {
 // the resource table, whose counts follow the roles (FedAvg keeps nothing personal and
 // sends everything; FedPerfix keeps its adapters and head).
 func TestFedPerfixFamilySuite(t *testing.T) {
-	cfg := filled(Config{Name: "perfix", Out: t.TempDir(),
+	cfg := filled(config.Config{Name: "perfix", Out: t.TempDir(),
 		Suite: []string{"fedavg", "fedperfix: algorithm.name=fedperfix; model.prefix.mid=4; algorithm.local_blocks=[1]",
 			"prefix-z", "prompts", "adapters: algorithm.name=adapters; model.adapter.mid=3; model.adapter.shared=true"},
-		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model: ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
-		Train: TrainConfig{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
+		Data:  config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model: config.Model{Preset: "tiny-vit", Depth: new(int64(2)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
+		Train: config.Train{Rounds: 2, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1, EvalProtocol: "fedperfix"}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -212,24 +174,24 @@ func TestFedPerfixFamilySuite(t *testing.T) {
 // sensitivity lays the partial members out as FedPerfix's Table 1 (stand-alone, with the
 // head, overall = their mean).
 func TestSensitivitySuite(t *testing.T) {
-	cfg := filled(Config{Name: "sens", Out: t.TempDir(), SuiteTable: "sensitivity",
+	cfg := filled(config.Config{Name: "sens", Out: t.TempDir(), SuiteTable: "sensitivity",
 		Suite: []string{"local", "fedavg", "head: algorithm.name=partial; algorithm.local_roles=[head]",
 			"mlp: algorithm.name=partial; algorithm.local_roles=[mlp]", "mlp+head: algorithm.name=partial; algorithm.local_roles=[mlp, head]"},
-		Data:  DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model: ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
-		Train: TrainConfig{Rounds: 1, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
+		Data:  config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model: config.Model{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(16))},
+		Train: config.Train{Rounds: 1, Participation: 0.4, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[string]Summary{}
+	by := map[string]rundir.Summary{}
 	for _, r := range res.Runs {
 		by[r.Summary.Name] = r.Summary
 	}
 	if by["mlp"].Resources.PersonalParams == 0 || by["mlp+head"].Resources.PersonalParams <= by["mlp"].Resources.PersonalParams {
 		t.Fatalf("members did not get their local roles: %+v", by)
 	}
-	row := func(s Summary) string { return fmt.Sprintf("%.2f ± %.2f", 100*s.FinalMean, 100*s.FinalStd) }
+	row := func(s rundir.Summary) string { return fmt.Sprintf("%.2f ± %.2f", 100*s.FinalMean, 100*s.FinalStd) }
 	for _, want := range []string{
 		"| All Local | " + row(by["local"]) + " | - | - |",
 		"| Classification Head | " + row(by["head"]) + " | - | - |",
@@ -256,11 +218,11 @@ func TestSensitivitySuite(t *testing.T) {
 func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 	// FedPerfix's OrganAMNIST path in small: grey 28×28 images resized on the device to
 	// 32×32 and repeated to 3 channels, normalized with 0.5, into a tiny-vit for 32×32 RGB
-	cfg := filled(Config{Name: "resize", Out: t.TempDir(),
-		Data:      DataConfig{Dataset: "fashion-mnist", TrainSamples: 200, TestSamples: 100, Clients: 4, Partition: "iid", ImageSize: 32, Channels: 3, Normalize: "half", Convention: "fedperfix", TrainFrac: 0.85},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
-		Algorithm: AlgorithmConfig{Name: "vanilla-attn"},
-		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16}})
+	cfg := filled(config.Config{Name: "resize", Out: t.TempDir(),
+		Data:      config.Data{Dataset: "fashion-mnist", TrainSamples: 200, TestSamples: 100, Clients: 4, Partition: "iid", ImageSize: 32, Channels: 3, Normalize: "half", Convention: "fedperfix", TrainFrac: 0.85},
+		Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
+		Algorithm: fl.Settings{Name: "vanilla-attn"},
+		Train:     config.Train{Rounds: 1, Participation: 0.5, Batch: 16}})
 	testenv.RequireData(t, "/usr/share/datasets/fashion-mnist", "apt-get install dataset-fashion-mnist")
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
@@ -276,12 +238,12 @@ func TestResizedGreyImagesFeedAnRGBModel(t *testing.T) {
 // reports the novel-client study: FedTP twice (embedding, hypernetwork), the others once,
 // with one accuracy per fine-tuning epoch, in summary.json, novel.csv, the table and a plot.
 func TestSuiteStudiesNovelClients(t *testing.T) {
-	cfg := filled(Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
-		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
-		Novel:     NovelConfig{Epochs: 2}})
+	cfg := filled(config.Config{Name: "novel", Out: t.TempDir(), Suite: []string{"fedtp", "vanilla-t", "fedrod"},
+		Data:      config.Data{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
+		Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(1)), Patch: new(int64(8)), Dim: new(int64(16)), Heads: new(int64(2)), HeadDim: new(int64(8)), MLP: new(int64(32))},
+		Algorithm: fl.Settings{Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     config.Train{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
+		Novel:     config.Novel{Epochs: 2}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -317,10 +279,10 @@ func TestSuiteStudiesNovelClients(t *testing.T) {
 // TestRunDirectoryIsLocked refuses a second run into a directory a live run holds, names
 // the holder, and needs no clean-up after a holder that is gone (the kernel drops flocks).
 func TestRunDirectoryIsLocked(t *testing.T) {
-	cfg := filled(Config{Name: "locked", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
-		Train: TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32}})
+	cfg := filled(config.Config{Name: "locked", Out: t.TempDir(), Data: config.Data{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Train: config.Train{Rounds: 1, Participation: 0.5, Batch: 32}})
 	dir := filepath.Join(cfg.Out, cfg.Name)
-	unlock, err := lockDir(dir)
+	unlock, err := rundir.Lock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,8 +304,8 @@ func TestRunDirectoryIsLocked(t *testing.T) {
 // TestSimultaneousRunsOneWins starts several runs of one name at the same instant: exactly
 // one may write the directory, and its metrics are whole.
 func TestSimultaneousRunsOneWins(t *testing.T) {
-	cfg := filled(Config{Name: "race", Out: t.TempDir(), Data: DataConfig{Dataset: "synthetic:200", Clients: 4, Partition: "iid"},
-		Train: TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "race", Out: t.TempDir(), Data: config.Data{Dataset: "synthetic:200", Clients: 4, Partition: "iid"},
+		Train: config.Train{Rounds: 2, Participation: 0.5, Batch: 32, EvalEvery: 1}})
 	const n = 6
 	errs := make(chan error, n)
 	start := make(chan struct{})
@@ -386,10 +348,10 @@ func TestPFedGPRunsTwoRounds(t *testing.T) {
 }
 
 func pfedgpRunsTwoRounds(t *testing.T, alg string) {
-	cfg := filled(Config{Name: alg, Out: t.TempDir(),
-		Data:      DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
-		Algorithm: AlgorithmConfig{Name: alg},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: alg, Out: t.TempDir(),
+		Data:      config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 4},
+		Algorithm: fl.Settings{Name: alg},
+		Train:     config.Train{Rounds: 2, Participation: 0.4, Batch: 24, LR: 0.05, EvalEvery: 1}})
 	fl.EditOwn(&cfg.Algorithm, func(o *algo.PFedGPSettings) {
 		o.GibbsDraws, o.GibbsSteps, o.EvalGibbsDraws, o.EvalGibbsSteps, o.Inducing = 4, 2, 5, 2, 3
 	})
@@ -397,7 +359,7 @@ func pfedgpRunsTwoRounds(t *testing.T, alg string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Summary
+	var s rundir.Summary
 	b, _ := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 	if err := json.Unmarshal(b, &s); err != nil || s.Rounds != 2 || !(s.FinalMicro > 0) {
 		t.Fatalf("summary %+v, %v", s, err)
@@ -406,7 +368,7 @@ func pfedgpRunsTwoRounds(t *testing.T, alg string) {
 	if err != nil || rounds != 2 || ev.Micro != s.FinalMicro {
 		t.Fatalf("eval of the checkpoint: %v after %d rounds (%v), want %v", ev.Micro, rounds, err, s.FinalMicro)
 	}
-	var rc Config
+	var rc config.Config
 	b, _ = os.ReadFile(filepath.Join(res.Dir, "config.json"))
 	if err := json.Unmarshal(b, &rc); err != nil || fl.Own[algo.PFedGPSettings](rc.Algorithm).EmbedDim != 84 || fl.Own[algo.PFedGPSettings](rc.Algorithm).Objective != "predictive" {
 		t.Fatalf("config.json's pfedgp keys %+v, %v", fl.Own[algo.PFedGPSettings](rc.Algorithm), err)
@@ -429,9 +391,9 @@ func TestRunTrainsOnAPartitionFile(t *testing.T) {
 	if err := os.WriteFile(good, []byte(`{"train": [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13]], "test": [[0, 1, 2], [3, 4]]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := filled(Config{Name: "file", Out: dir,
-		Data:  DataConfig{Dataset: "synthetic:300", Clients: 2, Partition: "file", PartitionFile: good},
-		Train: TrainConfig{Rounds: 1, Participation: 1, Batch: 4, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "file", Out: dir,
+		Data:  config.Data{Dataset: "synthetic:300", Clients: 2, Partition: "file", PartitionFile: good},
+		Train: config.Train{Rounds: 1, Participation: 1, Batch: 4, EvalEvery: 1}})
 	res, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"pfl/engine/config"
 	"pfl/engine/data"
 	"pfl/engine/data/fetch"
 )
@@ -46,14 +47,14 @@ type ClientSplit struct {
 // same data stage as the run, and writes its manifest (partition.json, partition.png) and
 // the clients' indices (clients.json) to dir. Text datasets and feature noise have no
 // such export.
-func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExport, error) {
+func ExportPartition(ctx context.Context, cfg config.Config, dir string) (PartitionExport, error) {
 	var out PartitionExport
 	cfg = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return out, err
 	}
 	for _, e := range cfg.Suite {
-		keys, err := MemberKeys(e)
+		keys, err := config.MemberKeys(e)
 		if err != nil {
 			return out, err
 		}
@@ -85,7 +86,7 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 	if err != nil {
 		return out, err
 	}
-	fed, err := im.sp.Partition(cfg.partitionConfig())
+	fed, err := im.sp.Partition(cfg.Partition())
 	if err != nil {
 		return out, fmt.Errorf("data.partition: %w", err)
 	}
@@ -141,14 +142,14 @@ func ExportPartition(ctx context.Context, cfg Config, dir string) (PartitionExpo
 // expansion, so the export draws what that run trains on. Its members share the partition
 // (the caller has checked that none sets a data key or the seed). A larger grid is an
 // error that says how to narrow it.
-func onePartition(cfg Config) (Config, error) {
-	g, err := newGrid(cfg)
+func onePartition(cfg config.Config) (config.Config, error) {
+	g, err := config.NewGrid(cfg)
 	if err != nil {
 		return cfg, err
 	}
-	if len(g.points) != 1 || len(g.seeds) != 1 {
+	if len(g.Points) != 1 || len(g.Seeds) != 1 {
 		return cfg, fmt.Errorf("%d sweep point(s) and %d seed(s) make several partitions; export one run's: --set 'seeds=[S]' and one value of each swept key (--set 'sweep.KEY=[V]')",
-			len(g.points), len(g.seeds))
+			len(g.Points), len(g.Seeds))
 	}
-	return g.leaves[0].cfg, nil
+	return g.Runs[0].Config, nil
 }

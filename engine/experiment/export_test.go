@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/data"
 )
 
@@ -28,8 +29,8 @@ func TestExportPartitionNamesTheRunsImages(t *testing.T) {
 		return sp.Test.Labels[i-sp.Train.N]
 	}
 	for _, conv := range []string{"fedtp", "fedperfix"} {
-		cfg := filled(Config{Seed: 3, Data: DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological",
-			ClassesPerClient: 2, Convention: conv, TrainSamples: 200, TestSamples: 40}, Train: TrainConfig{Participation: 1}})
+		cfg := filled(config.Config{Seed: 3, Data: config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological",
+			ClassesPerClient: 2, Convention: conv, TrainSamples: 200, TestSamples: 40}, Train: config.Train{Participation: 1}})
 		dir := t.TempDir()
 		e, err := ExportPartition(context.Background(), cfg, dir)
 		if err != nil {
@@ -81,13 +82,13 @@ func TestExportPartitionNamesTheRunsImages(t *testing.T) {
 // TestExportPartitionRefusesSeveralPartitions: seeds, and suite members that change the
 // data, make more than one partition, and the export names the key.
 func TestExportPartitionRefusesSeveralPartitions(t *testing.T) {
-	base := Config{Data: DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "iid"}, Train: TrainConfig{Participation: 1}}
+	base := config.Config{Data: config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "iid"}, Train: config.Train{Participation: 1}}
 	seeds := base
 	seeds.Seeds = []uint64{1, 2}
 	member := base
 	member.Suite = []string{"fedavg", "b: algorithm.name=fedavg; data.alpha=0.1"}
 	for _, c := range []struct {
-		cfg  Config
+		cfg  config.Config
 		want string
 	}{{seeds, "seed"}, {member, "data.alpha"}} {
 		if _, err := ExportPartition(context.Background(), filled(c.cfg), t.TempDir()); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -100,8 +101,8 @@ func TestExportPartitionRefusesSeveralPartitions(t *testing.T) {
 // exports the partition its one run trains on (the plain run with that value and seed);
 // two values are refused, naming the sweep.
 func TestExportPartitionOfAOnePointGrid(t *testing.T) {
-	base := Config{Data: DataConfig{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2,
-		Alpha: 0.3, MinSize: 5}, Train: TrainConfig{Participation: 1}}
+	base := config.Config{Data: config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2,
+		Alpha: 0.3, MinSize: 5}, Train: config.Train{Participation: 1}}
 	plain := base
 	plain.Seed, plain.Data.Partition = 2, "dirichlet"
 	want, err := ExportPartition(context.Background(), filled(plain), t.TempDir())
@@ -110,7 +111,7 @@ func TestExportPartitionOfAOnePointGrid(t *testing.T) {
 	}
 	grid := base
 	grid.Seeds = []uint64{2}
-	grid.Sweep = []SweepAxis{{Key: "data.partition", Values: []string{"dirichlet"}}}
+	grid.Sweep = []config.SweepAxis{{Key: "data.partition", Values: []string{"dirichlet"}}}
 	got, err := ExportPartition(context.Background(), filled(grid), t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -9,78 +9,83 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // smallGrid is a 2-point sweep of two members and two seeds: eight runs of two rounds.
-func smallGrid(out, name string) Config {
+func smallGrid(out, name string) config.Config {
 	cfg := smallRun(out, name)
 	cfg.Data.Partition = "dirichlet"
 	cfg.Suite = []string{"fedavg", "local"}
 	cfg.Seeds = []uint64{1, 2}
-	cfg.Sweep = []SweepAxis{{Key: "data.alpha", Values: []string{"0.3", "1"}}}
+	cfg.Sweep = []config.SweepAxis{{Key: "data.alpha", Values: []string{"0.3", "1"}}}
 	return cfg
 }
 
 func TestGridExpandsPointsMembersAndSeeds(t *testing.T) {
 	out := t.TempDir()
 	cfg := smallGrid(out, "g")
-	cfg.Sweep = append(cfg.Sweep, SweepAxis{Key: "train.participation", Values: []string{"0.25", "0.5", "1"}})
-	g, err := newGrid(cfg)
+	cfg.Sweep = append(cfg.Sweep, config.SweepAxis{Key: "train.participation", Values: []string{"0.25", "0.5", "1"}})
+	g, err := config.NewGrid(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.leaves) != 2*3*2*2 {
-		t.Fatalf("%d runs, want 24", len(g.leaves))
+	if len(g.Runs) != 2*3*2*2 {
+		t.Fatalf("%d runs, want 24", len(g.Runs))
 	}
 	// the first key varies slowest, then the second, then members, then seeds
-	l := g.leaves[4*4+2+1] // point 4 (alpha 1, participation 0.5) of 4 runs each, local, seed 2
+	l := g.Runs[4*4+2+1] // point 4 (alpha 1, participation 0.5) of 4 runs each, local, seed 2
 	want := filepath.Join(out, "g", "data.alpha=1,train.participation=0.5", "local", "seed-2")
-	if l.dir() != want || l.cfg.Data.Alpha != 1 || l.cfg.Train.Participation != 0.5 || l.cfg.Algorithm.Name != "local" || l.cfg.Seed != 2 {
-		t.Fatalf("run %s: alpha %g participation %g %s seed %d; want %s", l.dir(), l.cfg.Data.Alpha, l.cfg.Train.Participation,
-			l.cfg.Algorithm.Name, l.cfg.Seed, want)
+	if l.Dir() != want || l.Config.Data.Alpha != 1 || l.Config.Train.Participation != 0.5 || l.Config.Algorithm.Name != "local" || l.Config.Seed != 2 {
+		t.Fatalf("run %s: alpha %g participation %g %s seed %d; want %s", l.Dir(), l.Config.Data.Alpha, l.Config.Train.Participation,
+			l.Config.Algorithm.Name, l.Config.Seed, want)
 	}
-	if l.cfg.IsGrid() || len(l.cfg.Suite) > 0 {
+	if l.Config.IsGrid() || len(l.Config.Suite) > 0 {
 		t.Fatal("a run of the grid keeps the grid's keys")
 	}
 
 	// without a sweep and suite: <name>/seed-<s>; without seeds: <name>/<point>/<member>
 	cfg = smallRun(out, "s")
 	cfg.Seeds = []uint64{7, 3}
-	if g, err = newGrid(cfg); err != nil {
+	if g, err = config.NewGrid(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.leaves) != 2 || g.leaves[1].dir() != filepath.Join(out, "s", "seed-3") {
-		t.Fatalf("seeds only: %d runs, the second in %s", len(g.leaves), g.leaves[1].dir())
+	if len(g.Runs) != 2 || g.Runs[1].Dir() != filepath.Join(out, "s", "seed-3") {
+		t.Fatalf("seeds only: %d runs, the second in %s", len(g.Runs), g.Runs[1].Dir())
 	}
 	cfg = smallGrid(out, "p")
 	cfg.Seeds = nil
-	if g, err = newGrid(cfg); err != nil {
+	if g, err = config.NewGrid(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.leaves) != 4 || g.leaves[1].dir() != filepath.Join(out, "p", "data.alpha=0.3", "local") || g.leaves[1].cfg.Seed != 1 {
-		t.Fatalf("sweep without seeds: %d runs, the second in %s", len(g.leaves), g.leaves[1].dir())
+	if len(g.Runs) != 4 || g.Runs[1].Dir() != filepath.Join(out, "p", "data.alpha=0.3", "local") || g.Runs[1].Config.Seed != 1 {
+		t.Fatalf("sweep without seeds: %d runs, the second in %s", len(g.Runs), g.Runs[1].Dir())
 	}
 }
 
 func TestGridRefusesBadKeysBeforeWritingAnything(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*config.Config)
 		want []string
 	}{
-		{"unknown key", func(c *Config) { c.Sweep[0].Key = "data.alhpa" }, []string{"sweep: data.alhpa", "unknown key"}},
-		{"a section", func(c *Config) { c.Sweep[0].Key = "data" }, []string{"sweep: data", "unknown key"}},
-		{"seed", func(c *Config) { c.Sweep[0].Key = "seed" }, []string{"sweep: seed", "seeds"}},
-		{"seed and seeds", func(c *Config) { c.Seed = 5 }, []string{"seed and seeds are both set"}},
-		{"a seed twice", func(c *Config) { c.Seeds = []uint64{1, 1} }, []string{"seeds", "twice"}},
-		{"no values", func(c *Config) { c.Sweep[0].Values = nil }, []string{"sweep: data.alpha", "no values"}},
-		{"a value twice", func(c *Config) { c.Sweep[0].Values = []string{"1", "1"} }, []string{"sweep: data.alpha", "twice"}},
+		{"unknown key", func(c *config.Config) { c.Sweep[0].Key = "data.alhpa" }, []string{"sweep: data.alhpa", "unknown key"}},
+		{"a section", func(c *config.Config) { c.Sweep[0].Key = "data" }, []string{"sweep: data", "unknown key"}},
+		{"seed", func(c *config.Config) { c.Sweep[0].Key = "seed" }, []string{"sweep: seed", "seeds"}},
+		{"seed and seeds", func(c *config.Config) { c.Seed = 5 }, []string{"seed and seeds are both set"}},
+		{"a seed twice", func(c *config.Config) { c.Seeds = []uint64{1, 1} }, []string{"seeds", "twice"}},
+		{"no values", func(c *config.Config) { c.Sweep[0].Values = nil }, []string{"sweep: data.alpha", "no values"}},
+		{"a value twice", func(c *config.Config) { c.Sweep[0].Values = []string{"1", "1"} }, []string{"sweep: data.alpha", "twice"}},
 		// the second point is bad: nothing may run, nothing may be written
-		{"a bad point", func(c *Config) { c.Sweep[0].Values = []string{"0.3", "-1"} }, []string{"sweep point data.alpha=-1", "data.alpha: -1"}},
-		{"a wrong type", func(c *Config) { c.Sweep[0] = SweepAxis{Key: "data.clients", Values: []string{"4", "many"}} },
+		{"a bad point", func(c *config.Config) { c.Sweep[0].Values = []string{"0.3", "-1"} }, []string{"sweep point data.alpha=-1", "data.alpha: -1"}},
+		{"a wrong type", func(c *config.Config) {
+			c.Sweep[0] = config.SweepAxis{Key: "data.clients", Values: []string{"4", "many"}}
+		},
 			[]string{"sweep point data.clients=many", "clients"}},
-		{"a member sets a swept key", func(c *Config) { c.Suite = []string{"fedavg", "a: data.alpha=2"} },
+		{"a member sets a swept key", func(c *config.Config) { c.Suite = []string{"fedavg", "a: data.alpha=2"} },
 			[]string{"data.alpha is also set by suite member a"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -133,7 +138,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 		t.Fatalf("%v; want an interruption naming the grid (not its run) to resume", err)
 	}
 	dir := filepath.Join(out, "r")
-	if !IsGrid(dir) || IsSuite(dir) {
+	if !rundir.IsGrid(dir) || rundir.IsSuite(dir) {
 		t.Fatal("the grid's directory is not recognised as a grid")
 	}
 	at, done, log = -1, 0, nil
@@ -154,6 +159,20 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 		t.Fatalf("resumed table\n%s\nuninterrupted\n%s", resumed.Table, whole.Table)
 	}
 
+	rows := gridTables(t, whole)
+	gridReport(t, whole, rows)
+	// a finished grid resumes into nothing but its tables
+	at, done, log = -1, 0, nil
+	if _, err := ResumeGrid(context.Background(), whole.Dir, Options{Observer: stopAfter{&at, &done, func() {}, &log}}); err != nil || done != 0 {
+		t.Fatalf("resuming a finished grid: %v, %d rounds trained", err, done)
+	}
+}
+
+// gridTables checks the uninterrupted grid's results.md: every cell the mean ± sample std
+// of its seeds' own summaries, the per-client table, the client updates; and its files. It
+// returns the rows of the FedTP-protocol table.
+func gridTables(t *testing.T, whole *GridResult) []string {
+	t.Helper()
 	// every cell is the mean ± sample std of its seeds' own summaries
 	var rows []string
 	for _, a := range []string{"0.3", "1"} {
@@ -165,7 +184,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var sum Summary
+				var sum rundir.Summary
 				if err := json.Unmarshal(b, &sum); err != nil {
 					t.Fatal(err)
 				}
@@ -184,7 +203,7 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 	}
 	// the per-client table: client 3 of local at alpha 1 under the first seed (client 3 of
 	// the second seed is another client of another partition)
-	pc, err := finalPerClient(filepath.Join(whole.Dir, "data.alpha=1", "local", "seed-1"))
+	pc, err := rundir.FinalPerClient(filepath.Join(whole.Dir, "data.alpha=1", "local", "seed-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +223,15 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	return rows
+}
+
+// gridReport checks the grid's report: the sweep tables, a linked row per run, the sweep
+// plots, the runs' pages (rows: gridTables').
+func gridReport(t *testing.T, whole *GridResult, rows []string) {
+	t.Helper()
 	// the report: the sweep tables, a linked row per run, the sweep plots, the runs' pages
-	pages, err := Report(whole.Dir)
+	pages, err := report.Write(whole.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +251,6 @@ func TestGridResumesWhereItStoppedAndTabulatesSeeds(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(whole.Dir, "data.alpha=1/local/seed-2/report.html")); err != nil || !strings.Contains(string(b), `href="../../../report.html"`) {
 		t.Errorf("a run's page does not link back to the sweep's (%v)", err)
-	}
-	// a finished grid resumes into nothing but its tables
-	at, done, log = -1, 0, nil
-	if _, err := ResumeGrid(context.Background(), whole.Dir, Options{Observer: stopAfter{&at, &done, func() {}, &log}}); err != nil || done != 0 {
-		t.Fatalf("resuming a finished grid: %v, %d rounds trained", err, done)
 	}
 }
 
@@ -254,7 +275,7 @@ func TestSeedsWithoutSweepTabulateMembers(t *testing.T) {
 		}
 	}
 	for name, err := range map[string]error{"maps": func() error { _, err := Maps(res.Dir, MapOptions{}); return err }(),
-		"eval": func() error { _, _, err := Evaluate(res.Dir); return err }(), "tsne": EmbeddingTSNE(res.Dir)} {
+		"eval": func() error { _, _, err := Evaluate(res.Dir); return err }(), "tsne": report.EmbeddingTSNE(res.Dir)} {
 		if err == nil || !strings.Contains(err.Error(), "pfl "+name+" "+filepath.Join(res.Dir, "seed-1")) {
 			t.Errorf("pfl %s of the grid's directory: %v; want a refusal naming a run", name, err)
 		}

@@ -4,17 +4,18 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"image"
-	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"pfl/cuda"
 	"pfl/engine/analysis"
+	"pfl/engine/config"
+	"pfl/engine/data"
 	"pfl/engine/model"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // MapOptions choose what Maps draws. Zero values take the defaults.
@@ -75,48 +76,29 @@ func (o MapOptions) withDefaults() MapOptions {
 	return o
 }
 
-// MapsInfo describes the maps a run or suite holds (maps/maps.json).
-type MapsInfo struct {
-	Fusion  analysis.Fusion `json:"fusion"`
-	Discard float64         `json:"discard"`
-	Clients []int           `json:"clients"`
-	Images  [][]int         `json:"images"` // per client, the test images' indices
-	// Members lists each member's maps: "rollout" (attention rollout of a ViT), "focal"
-	// (the modulator magnitude of a FocalNet's last block), or why it has none.
-	Members []MemberMaps `json:"members"`
-	Sheets  []string     `json:"sheets"` // per client, the sheet's path relative to the maps folder
-}
-
-// MemberMaps is one member's entry in MapsInfo.
-type MemberMaps struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind,omitempty"`    // rollout or focal
-	Skipped string `json:"skipped,omitempty"` // why the member has no maps
-}
-
 // Maps draws, from the last checkpoint of the run in dir or of every member of the suite
 // in dir, what each client's model attends to on the same test images of that client:
 // attention rollout for a ViT (FedTP Fig. 1, 5, 6), the magnitude of the last block's
 // focal modulator for a FocalNet (TransFed Fig. 1), overlaid on the images. It writes
 // dir/maps/client<c>.png per client (a row of inputs, then a row per member) and
-// dir/maps/maps.json. A member without a checkpoint, or whose model has neither attention
-// nor focal modulation, or whose strategy predicts through a model of its own, is listed
-// as skipped with the reason.
-func Maps(dir string, o MapOptions) (*MapsInfo, error) {
+// dir/maps/maps.json (report.DrawMaps). A member without a checkpoint, or whose model has
+// neither attention nor focal modulation, or whose strategy predicts through a model of
+// its own, is listed as skipped with the reason.
+func Maps(dir string, o MapOptions) (*report.MapsInfo, error) {
 	o = o.withDefaults()
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	if err := notAGrid(dir, "pfl maps"); err != nil {
+	if err := rundir.NotAGrid(dir, "pfl maps"); err != nil {
 		return nil, err
 	}
-	cfg, err := LoadRunConfig(dir)
+	cfg, err := rundir.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	members := []Config{cfg}
+	members := []config.Config{cfg}
 	if len(cfg.Suite) > 0 {
-		if members, err = suiteMembers(cfg); err != nil {
+		if members, err = config.Members(cfg); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 		}
 	}
@@ -125,76 +107,63 @@ func Maps(dir string, o MapOptions) (*MapsInfo, error) {
 		return nil, fmt.Errorf("maps: %d images per client of %d pixels for %d member(s) take about %s, more than half the %s available on %s; lower -side, -images or -clients",
 			o.Images, o.Side, len(members), human(need), human(float64(have)), where)
 	}
-	info := &MapsInfo{Fusion: o.Fusion, Discard: *o.Discard}
-	var rows [][][]image.Image // per member, per client, the overlays
-	var inputs [][]image.Image // per client, the input pictures
-	var labels [][]string      // per client, the column labels
+	info := &report.MapsInfo{Fusion: o.Fusion, Discard: *o.Discard}
+	var sheets mapSheets
 	for _, m := range members {
-		mdir := filepath.Join(m.Out, m.Name)
-		entry := MemberMaps{Name: m.Name}
-		if _, err := os.Stat(filepath.Join(mdir, checkpointFile)); err != nil {
-			entry.Skipped = "no checkpoint"
-			info.Members = append(info.Members, entry)
-			continue
-		}
-		res, err := memberMaps(m, mdir, o, info)
+		entry, err := sheets.add(m, o, info)
 		if err != nil {
-			return nil, fmt.Errorf("maps of %s: %w", mdir, err)
+			return nil, err
 		}
-		entry.Kind, entry.Skipped = res.kind, res.skipped
 		info.Members = append(info.Members, entry)
-		if res.skipped != "" {
-			continue
-		}
-		rows = append(rows, res.overlays)
-		if inputs == nil {
-			inputs, labels = res.inputs, res.labels
-		}
 	}
-	if len(rows) == 0 {
+	if len(sheets.members) == 0 {
 		var why []string
 		for _, e := range info.Members {
 			why = append(why, e.Name+": "+e.Skipped)
 		}
 		return nil, fmt.Errorf("maps: no member of %s has maps (%s)", dir, strings.Join(why, "; "))
 	}
-	out := filepath.Join(dir, "maps")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range info.Members {
-		if e.Skipped == "" {
-			names = append(names, e.Name+" ("+e.Kind+")")
-		}
-	}
-	for ci, c := range info.Clients {
-		grid := [][]image.Image{inputs[ci]}
-		for _, r := range rows {
-			grid = append(grid, r[ci])
-		}
-		sheet := analysis.WithColorBar(analysis.Sheet(grid, append([]string{fmt.Sprintf("client %d", c)}, names...), labels[ci]),
-			"map value (rollout: divided by its maximum; focal modulation: min-max scaled). Under each map: the model's prediction, right or wrong.")
-		name := fmt.Sprintf("client%d.png", c)
-		if err := analysis.WritePNG(filepath.Join(out, name), sheet); err != nil {
-			return nil, err
-		}
-		info.Sheets = append(info.Sheets, name)
-	}
-	return info, writeJSON(filepath.Join(out, "maps.json"), info)
+	return info, report.DrawMaps(dir, info, sheets.images, sheets.classNames, sheets.members, o.Side, o.Alpha)
 }
 
-// memberResult is one member's maps: per client, the overlays of its images.
-type memberResult struct {
-	kind, skipped string
-	overlays      [][]image.Image
-	inputs        [][]image.Image
-	labels        [][]string
+// mapSheets is what the sheets show: the clients' test images (the first member with a
+// checkpoint chooses them; a suite's members share the data and partition) and each
+// member's maps of them.
+type mapSheets struct {
+	images     [][]report.MapImage
+	classNames []string
+	members    []report.MemberHeats
 }
 
-// memberMaps draws one member's maps. The first member fixes info's clients and images;
-// every member sees the same ones (a suite's members share the data and partition).
-func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberResult, error) {
+// add computes member m's maps (its run directory is m.Out/m.Name) and returns its entry
+// in maps.json: its kind, or why it has none.
+func (ms *mapSheets) add(m config.Config, o MapOptions, info *report.MapsInfo) (report.MemberMaps, error) {
+	mdir := filepath.Join(m.Out, m.Name)
+	entry := report.MemberMaps{Name: m.Name}
+	if !rundir.HasCheckpoint(mdir) {
+		entry.Skipped = "no checkpoint"
+		return entry, nil
+	}
+	heats, err := ms.memberMaps(m, mdir, o, info)
+	if err != nil {
+		return entry, fmt.Errorf("maps of %s: %w", mdir, err)
+	}
+	entry.Kind, entry.Skipped = heats.Kind, heats.skipped
+	if heats.skipped == "" {
+		ms.members = append(ms.members, heats.MemberHeats)
+	}
+	return entry, nil
+}
+
+// memberHeats is a member's maps, or why it has none.
+type memberHeats struct {
+	report.MemberHeats
+	skipped string
+}
+
+// memberMaps computes one member's maps from its checkpoint. The first member fixes
+// info's clients and images (and ms's images); every member sees the same ones.
+func (ms *mapSheets) memberMaps(cfg config.Config, dir string, o MapOptions, info *report.MapsInfo) (*memberHeats, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -203,121 +172,134 @@ func memberMaps(cfg Config, dir string, o MapOptions, info *MapsInfo) (*memberRe
 		return nil, err
 	}
 	defer se.close()
-	if _, err := restore(dir, cfg, se.run); err != nil {
+	if _, err := rundir.Restore(dir, cfg, se.run); err != nil {
 		return nil, err
 	}
 	fed := se.run.Federated()
 	if fed == nil || fed.Test == nil {
-		return &memberResult{skipped: "not an image dataset"}, nil
+		return &memberHeats{skipped: "not an image dataset"}, nil
 	}
 	if info.Clients == nil {
-		clients := o.Clients
-		if clients == nil {
-			for c := 0; c < min(4, len(fed.Part.Test)); c++ {
-				clients = append(clients, c)
-			}
-		}
-		n := o.Images
-		for _, c := range clients {
-			if c < 0 || c >= len(fed.Part.Test) {
-				return nil, fmt.Errorf("client %d: the run has clients 0 to %d", c, len(fed.Part.Test)-1)
-			}
-			n = min(n, len(fed.Part.Test[c]))
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("a chosen client has no test images")
-		}
-		info.Clients = clients
-		for _, c := range clients {
-			info.Images = append(info.Images, classSpread(fed.Part.Test[c], fed.Test.Labels, n))
+		if err := ms.chooseImages(fed, o, info); err != nil {
+			return nil, err
 		}
 	}
-	res := &memberResult{overlays: make([][]image.Image, len(info.Clients))}
-	for ci := range info.Clients {
-		var pics []image.Image
-		var labels []string
-		for _, i := range info.Images[ci] {
-			im := testImage(fed.Test.Pixels, fed.Test.C, fed.Test.H, fed.Test.W, i)
-			pics = append(pics, analysis.Picture(im, analysis.Scale(im, o.Side)))
-			l := fmt.Sprint(fed.Test.Labels[i])
-			if names := fed.Test.ClassNames; len(names) > int(fed.Test.Labels[i]) {
-				l = names[fed.Test.Labels[i]]
-			}
-			labels = append(labels, fmt.Sprintf("#%d %s", i, l))
-		}
-		res.inputs, res.labels = append(res.inputs, pics), append(res.labels, labels)
-	}
+	res := &memberHeats{MemberHeats: report.MemberHeats{Name: cfg.Name, Heats: make([][]report.Heat, len(info.Clients))}}
 	err = se.run.Inspect(info.Clients, info.Images, func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error {
-		pos := tokenCount(m)
-		var cp model.Capture
-		logits := m.Forward(s, x, &model.Pass{Capture: &cp})
-		if err := s.Err(); err != nil {
-			return err
-		}
-		// the predicted class of every image [K, B]: a map is read against what the
-		// model made of the image; a model whose logits cannot be read gets no captions
-		var pred []int
-		if logits != nil && len(logits.Shape()) == 3 {
-			if v, err := logits.Float32s(); err == nil {
-				k := int(logits.Size(2))
-				for r := 0; r+k <= len(v); r += k {
-					best := 0
-					for c := 1; c < k; c++ {
-						if v[r+c] > v[r+best] {
-							best = c
-						}
-					}
-					pred = append(pred, best)
-				}
-			}
-		}
-		var heats [][][]float64 // [row][image] heat map
-		var gh, gw int
-		switch {
-		case len(cp.Attention) > 0:
-			res.kind = "rollout"
-			if pos <= 0 {
-				return fmt.Errorf("a ViT without a position embedding")
-			}
-			gh = int(math.Round(math.Sqrt(float64(pos - 1))))
-			gw = gh
-			if gh*gw != pos-1 {
-				return fmt.Errorf("%d patches do not form a square grid", pos-1)
-			}
-			heats, err = rolloutMaps(s, cp.Attention, valid, pos, o)
-		case len(cp.Modulator) > 0:
-			res.kind = "focal"
-			last := cp.Modulator[len(cp.Modulator)-1]
-			gh, gw = int(last.Size(3)), int(last.Size(4))
-			heats, err = modulatorMaps(s, last, valid)
-		default:
-			res.skipped = "the model has neither attention nor focal modulation"
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for i := 0; i < valid; i++ {
-			ci := slices.Index(info.Clients, clients[i])
-			for j, idx := range info.Images[ci] {
-				im := testImage(fed.Test.Pixels, fed.Test.C, fed.Test.H, fed.Test.W, idx)
-				ov, err := analysis.Overlay(im, heats[i][j], gh, gw, analysis.Scale(im, o.Side), o.Alpha)
-				if err != nil {
-					return err
-				}
-				var cell image.Image = ov
-				if at := i*len(info.Images[ci]) + j; at < len(pred) {
-					cell = predictionCaption(ov, pred[at], int(fed.Test.Labels[idx]), fed.Test.ClassNames)
-				}
-				res.overlays[ci] = append(res.overlays[ci], cell)
-			}
-		}
-		return nil
+		return res.inspect(s, m, x, clients, valid, o, info)
 	})
 	if err != nil && strings.Contains(err.Error(), "cannot be inspected") {
-		return &memberResult{skipped: err.Error()}, nil
+		return &memberHeats{skipped: err.Error()}, nil
 	}
 	return res, err
+}
+
+// chooseImages picks the clients (o's, else the first four) and n of each one's test
+// images spread over its classes (classSpread), into info and ms.
+func (ms *mapSheets) chooseImages(fed *data.Federated, o MapOptions, info *report.MapsInfo) error {
+	clients := o.Clients
+	if clients == nil {
+		for c := 0; c < min(4, len(fed.Part.Test)); c++ {
+			clients = append(clients, c)
+		}
+	}
+	n := o.Images
+	for _, c := range clients {
+		if c < 0 || c >= len(fed.Part.Test) {
+			return fmt.Errorf("client %d: the run has clients 0 to %d", c, len(fed.Part.Test)-1)
+		}
+		n = min(n, len(fed.Part.Test[c]))
+	}
+	if n == 0 {
+		return fmt.Errorf("a chosen client has no test images")
+	}
+	info.Clients = clients
+	ms.classNames = fed.Test.ClassNames
+	for _, c := range clients {
+		idx := classSpread(fed.Part.Test[c], fed.Test.Labels, n)
+		info.Images = append(info.Images, idx)
+		var row []report.MapImage
+		for _, i := range idx {
+			row = append(row, report.MapImage{Image: testImage(fed.Test.Pixels, fed.Test.C, fed.Test.H, fed.Test.W, i), Index: i, Label: int(fed.Test.Labels[i])})
+		}
+		ms.images = append(ms.images, row)
+	}
+	return nil
+}
+
+// inspect is memberMaps' look at one stacked chunk of clients (Run.Inspect): the model's
+// predictions and maps of each valid row's images.
+func (res *memberHeats) inspect(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int, o MapOptions, info *report.MapsInfo) error {
+	pos := tokenCount(m)
+	var cp model.Capture
+	logits := m.Forward(s, x, &model.Pass{Capture: &cp})
+	if err := s.Err(); err != nil {
+		return err
+	}
+	pred := predictions(logits)
+	var heats [][][]float64 // [row][image] heat map
+	var gh, gw int
+	var err error
+	switch {
+	case len(cp.Attention) > 0:
+		res.Kind = "rollout"
+		if pos <= 0 {
+			return fmt.Errorf("a ViT without a position embedding")
+		}
+		gh = int(math.Round(math.Sqrt(float64(pos - 1))))
+		gw = gh
+		if gh*gw != pos-1 {
+			return fmt.Errorf("%d patches do not form a square grid", pos-1)
+		}
+		heats, err = rolloutMaps(s, cp.Attention, valid, pos, o)
+	case len(cp.Modulator) > 0:
+		res.Kind = "focal"
+		last := cp.Modulator[len(cp.Modulator)-1]
+		gh, gw = int(last.Size(3)), int(last.Size(4))
+		heats, err = modulatorMaps(s, last, valid)
+	default:
+		res.skipped = "the model has neither attention nor focal modulation"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i := 0; i < valid; i++ {
+		ci := slices.Index(info.Clients, clients[i])
+		for j := range info.Images[ci] {
+			h := report.Heat{Values: heats[i][j], GH: gh, GW: gw, Pred: -1}
+			if at := i*len(info.Images[ci]) + j; at < len(pred) {
+				h.Pred = pred[at]
+			}
+			res.Heats[ci] = append(res.Heats[ci], h)
+		}
+	}
+	return nil
+}
+
+// predictions is the predicted class of every image of logits [K, B, classes], row by row:
+// a map is read against what the model made of the image; nil when the logits cannot be
+// read (no captions then).
+func predictions(logits *cuda.Tensor) []int {
+	if logits == nil || len(logits.Shape()) != 3 {
+		return nil
+	}
+	v, err := logits.Float32s()
+	if err != nil {
+		return nil
+	}
+	var pred []int
+	k := int(logits.Size(2))
+	for r := 0; r+k <= len(v); r += k {
+		best := 0
+		for c := 1; c < k; c++ {
+			if v[r+c] > v[r+best] {
+				best = c
+			}
+		}
+		pred = append(pred, best)
+	}
+	return pred
 }
 
 // classSpread is n of a client's test images (indices into the test set, labels their
@@ -336,20 +318,6 @@ func classSpread(test []int, labels []int64, n int) []int {
 		}
 	}
 	return append(out, rest[:min(n-len(out), len(rest))]...)
-}
-
-// predictionCaption is a map with the model's predicted class under it: on green when it
-// is the image's class, on red when not.
-func predictionCaption(img image.Image, pred, label int, names []string) image.Image {
-	name := fmt.Sprint(pred)
-	if pred < len(names) {
-		name = names[pred]
-	}
-	// a long class name on a small image: the colour alone says right or wrong
-	if pred == label {
-		return analysis.Caption(img, color.RGBA{R: 30, G: 130, B: 60, A: 255}, name+": right", name)
-	}
-	return analysis.Caption(img, color.RGBA{R: 190, G: 40, B: 40, A: 255}, name+": wrong", name)
 }
 
 // tokenCount is the length of a ViT's position embedding (the class token and the

@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"pfl/engine/config"
+	"pfl/engine/fl"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // TestMaps trains a toy suite (FedTP and FedAvg on a 2-block tiny ViT, Ditto, TransFed on a
@@ -15,12 +20,12 @@ import (
 // and a row per member that has maps, the same test images (the clients' first ones) for
 // every member, and Ditto listed as skipped.
 func TestMaps(t *testing.T) {
-	cfg := filled(Config{Name: "maps", Out: mapsOut(t),
+	cfg := filled(config.Config{Name: "maps", Out: mapsOut(t),
 		Suite:     []string{"fedtp", "fedavg", "ditto", "transfed: algorithm.name=transfed; model.preset=focalnet-cifar; model.heads=null; model.head_dim=null; model.mlp=null"},
-		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2))},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.5, Batch: 16, LR: 0.05, EvalEvery: 1}})
+		Data:      config.Data{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(2))},
+		Algorithm: fl.Settings{Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     config.Train{Rounds: 2, Participation: 0.5, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +51,12 @@ func TestMaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var saved MapsInfo
+	var saved report.MapsInfo
 	if err := json.Unmarshal(b, &saved); err != nil || !slices.Equal(saved.Clients, []int{1, 3}) || len(saved.Sheets) != 2 ||
 		saved.Discard != 0.3 || saved.Fusion != "max" {
 		t.Fatalf("maps.json %s (%v)", b, err)
 	}
-	first, err := LoadRunConfig(res.Runs[0].Dir)
+	first, err := rundir.LoadConfig(res.Runs[0].Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/fl"
 )
 
@@ -23,7 +24,7 @@ import (
 // parameters of one client; low-rank heads far fewer). It builds the model with shapes only (nothing is
 // allocated), wrapped as the algorithm wraps it (Ditto: two copies), and counts in
 // float64, so absurd sizes cannot overflow.
-func memoryFloor(cfg Config, build fl.Builder) (float64, error) {
+func memoryFloor(cfg config.Config, build fl.Builder) (float64, error) {
 	strat := cfg.Algorithm.Strategy()
 	defer fl.CloseStrategy(strat)
 	values, _, err := floorParts(cfg, strat, build)
@@ -43,7 +44,7 @@ const tensorBytes = 2048
 // groups each group's model, gradients and momentum and each thread's evaluation chunk;
 // plus one per personal parameter (the store). One shapes-only build serves both (a
 // 100,000-block model takes seconds to declare).
-func floorParts(cfg Config, strat fl.Strategy, build fl.Builder) (values, objects float64, err error) {
+func floorParts(cfg config.Config, strat fl.Strategy, build fl.Builder) (values, objects float64, err error) {
 	f, err := fl.Measure(strat, build, cfg.Data.Clients)
 	if err != nil {
 		return 0, 0, err
@@ -60,8 +61,7 @@ func floorParts(cfg Config, strat fl.Strategy, build fl.Builder) (values, object
 	}
 	floats := params*(1+3*k+chunk) + personal*clients + 2*hyperParams
 	copies := 5.0 // tensor objects per parameter: global, stack, its gradients and momentum, evaluation chunk
-	dev, _ := cuda.ParseDevice(cfg.Device)
-	fc := fl.Config{Workers: workersFor(cfg.Train, dev), Stack: cfg.Train.Stack}
+	fc := fl.Config{Workers: workersFor(cfg.Train, cfg.Device), Stack: cfg.Train.Stack}
 	if groups := fc.GroupSizes(int(k)); len(groups) > 1 {
 		// client groups (train.workers, train.stack): the groups' own models beside the
 		// round's stack, and with several threads an evaluation chunk for each
@@ -78,7 +78,7 @@ func floorParts(cfg Config, strat fl.Strategy, build fl.Builder) (values, object
 // checkMemory refuses a run whose memory floor (values and tensor objects) exceeds what the
 // device has free, before anything is allocated, with the estimate in the message; it
 // returns the floor.
-func checkMemory(cfg Config, strat fl.Strategy, build fl.Builder, dev cuda.Device) (float64, error) {
+func checkMemory(cfg config.Config, strat fl.Strategy, build fl.Builder, dev cuda.Device) (float64, error) {
 	need, objects, err := floorParts(cfg, strat, build)
 	if !dev.IsCUDA() { // on CUDA the objects live in host memory, not the GPU's
 		need += objects
@@ -119,7 +119,7 @@ func memoryEstimate(floor float64, dev cuda.Device) string {
 // step that could not fit is refused from probes a fraction of its size. (Two small probes
 // alone mislead: at one sample a step's peak is its gradients, at more its activations.)
 // Empty when it cannot say; ctx ends it between probes.
-func memoryExpected(ctx context.Context, cfg Config, run *fl.Run) (string, error) {
+func memoryExpected(ctx context.Context, cfg config.Config, run *fl.Run) (string, error) {
 	batch := max(cfg.Train.Batch, 1)
 	n := run.ClientsAtOnce()
 	b, act := 1, 0.0
@@ -165,7 +165,7 @@ func memoryExpected(ctx context.Context, cfg Config, run *fl.Run) (string, error
 // checkActivations refuses n clients' activations of act bytes each when they exceed have
 // bytes available on where (0: unknown, nothing refused), naming what lowers them: the
 // clients at once, the batch, and the model's depth, width and tokens.
-func checkActivations(cfg Config, n int, act float64, have int64, where string) error {
+func checkActivations(cfg config.Config, n int, act float64, have int64, where string) error {
 	if need := float64(n) * act; have > 0 && need > float64(have) {
 		return fmt.Errorf("memory: training %d clients at once needs about %s for their steps (%s each, from probe steps), more than the %s available on %s; train fewer at once (train.workers, train.stack), or make train.batch (%d) or the model smaller: model.depth, model.dim, or the tokens (data.image_size, model.patch)",
 			n, human(need), human(act), human(float64(have)), where, cfg.Train.Batch)

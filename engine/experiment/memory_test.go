@@ -10,16 +10,18 @@ import (
 	"testing"
 
 	"pfl/cuda"
+	"pfl/engine/config"
+	"pfl/engine/fl"
 )
 
 // TestTrainReportsMemory: a run logs its memory floor before the first round and its
 // measured peak after the last, and the peak is at least the floor (the floor counts
 // tensors the run really allocates; the process holds them and more).
 func TestTrainReportsMemory(t *testing.T) {
-	cfg := filled(Config{Name: "mem", Out: t.TempDir(),
-		Data:      DataConfig{Dataset: "synthetic:200", Clients: 4, Partition: "iid"},
-		Algorithm: AlgorithmConfig{Name: "fedavg"},
-		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 16, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "mem", Out: t.TempDir(),
+		Data:      config.Data{Dataset: "synthetic:200", Clients: 4, Partition: "iid"},
+		Algorithm: fl.Settings{Name: "fedavg"},
+		Train:     config.Train{Rounds: 1, Participation: 0.5, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	var out bytes.Buffer
 	if _, err := RunWith(context.Background(), cfg, Options{Observer: Lines{W: &out}}); err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestCheckActivations(t *testing.T) {
 		{10, 0.5 * gib, 0, false},
 		{1, 0, 1, false},
 	} {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		err := checkActivations(cfg, c.n, c.act, c.have, "this machine")
 		if (err != nil) != c.refuse || err != nil && !(strings.Contains(err.Error(), "train.workers") && strings.Contains(err.Error(), "train.stack")) {
 			t.Errorf("%d clients of %g bytes, %d available: error %v, want refused %v naming train.workers and train.stack", c.n, c.act, c.have, err, c.refuse)

@@ -6,6 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/engine/config"
+	"pfl/engine/fl"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // TestOverwriteReplacesEverythingPflWrites: a suite with every output pfl writes (a FedTP
@@ -14,12 +19,12 @@ import (
 // one file pfl did not write anywhere in them, or a folder without config.json, is not.
 func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 	out := t.TempDir()
-	cfg := filled(Config{Name: "suite", Out: out, Suite: []string{"fedtp", "local"},
-		Data:      DataConfig{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: ptr(int64(1)), Patch: ptr(int64(8)), Dim: ptr(int64(16)), Heads: ptr(int64(2)), HeadDim: ptr(int64(8)), MLP: ptr(int64(32))},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-		Train:     TrainConfig{Rounds: 1, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
-		Novel:     NovelConfig{Epochs: 1}})
+	cfg := filled(config.Config{Name: "suite", Out: out, Suite: []string{"fedtp", "local"},
+		Data:      config.Data{Dataset: "synthetic:800", Clients: 8, Partition: "iid", HoldOut: 0.25},
+		Model:     config.Model{Preset: "tiny-vit", Depth: ptr(int64(1)), Patch: ptr(int64(8)), Dim: ptr(int64(16)), Heads: ptr(int64(2)), HeadDim: ptr(int64(8)), MLP: ptr(int64(32))},
+		Algorithm: fl.Settings{Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     config.Train{Rounds: 1, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1},
+		Novel:     config.Novel{Epochs: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +38,10 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{res.Dir, filepath.Join(out, "grid")} {
-		if _, err := Report(dir); err != nil {
+		if _, err := report.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := pflDir(dir); err != nil {
+		if err := rundir.Owned(dir); err != nil {
 			t.Fatalf("pfl's own outputs: %v", err)
 		}
 	}
@@ -49,7 +54,7 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := pflDir(res.Dir); err == nil || !strings.Contains(err.Error(), foreign) {
+	if err := rundir.Owned(res.Dir); err == nil || !strings.Contains(err.Error(), foreign) {
 		t.Fatalf("a file pfl did not write: %v", err)
 	}
 	if _, err := RunSuiteWith(context.Background(), cfg, Options{Overwrite: true}); err == nil {
@@ -65,7 +70,7 @@ func TestOverwriteReplacesEverythingPflWrites(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(empty, "summary.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := pflDir(empty); err == nil || !strings.Contains(err.Error(), "config.json") {
+	if err := rundir.Owned(empty); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Fatalf("a folder without config.json: %v", err)
 	}
 }

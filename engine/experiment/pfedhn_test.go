@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
 	"pfl/engine/fl/algo"
 	"pfl/engine/hyper"
@@ -22,13 +23,13 @@ import (
 // evaluates to its last round, and it writes its client embeddings; the checkpoint holds
 // a head for every trainable parameter of the ConvNet.
 func TestPFedHNSuite(t *testing.T) {
-	cfg := filled(Config{Name: "pfedhn", Out: t.TempDir(),
+	cfg := filled(config.Config{Name: "pfedhn", Out: t.TempDir(),
 		Suite: []string{"pfedhn",
 			"pfedhn-fedtp: algorithm.name=pfedhn; algorithm.pfedhn.inner_steps=0; algorithm.pfedhn.clip=0; algorithm.hyper.embed=16; algorithm.hyper.hidden=24",
 			"pfedhn-r4: algorithm.name=pfedhn; algorithm.hyper.rank=4; train.rounds=4"},
-		Data:  DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model: ModelConfig{Preset: "convnet-bn"},
-		Train: TrainConfig{Rounds: 2, Participation: 0.2, Batch: 16, LR: 0.05, Momentum: 0.9, EvalEvery: 1}})
+		Data:  config.Data{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model: config.Model{Preset: "convnet-bn"},
+		Train: config.Train{Rounds: 2, Participation: 0.2, Batch: 16, LR: 0.05, Momentum: 0.9, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestPFedHNSuite(t *testing.T) {
 		if err != nil || n != rounds || ev.Micro != r.Summary.FinalMicro {
 			t.Fatalf("%s: eval of the checkpoint: %v after %d rounds (%v), want %v after %d", name, ev.Micro, n, err, r.Summary.FinalMicro, rounds)
 		}
-		var resolved Config
+		var resolved config.Config
 		b, _ := os.ReadFile(filepath.Join(r.Dir, "config.json"))
 		if err := json.Unmarshal(b, &resolved); err != nil {
 			t.Fatal(err)
@@ -91,8 +92,8 @@ func TestPFedHNSuite(t *testing.T) {
 // engine/hyper's defaults), algorithm.pfedhn's defaults are the official code's, set keys
 // are honoured, and bad values are refused naming the key.
 func TestPFedHNConfig(t *testing.T) {
-	strat := func(mutate func(a *AlgorithmConfig)) fl.Strategy {
-		c := DefaultConfig().Resolved()
+	strat := func(mutate func(a *fl.Settings)) fl.Strategy {
+		c := config.Default().Resolved()
 		c.Algorithm.Name = "pfedhn"
 		mutate(&c.Algorithm)
 		if err := c.Validate(); err != nil {
@@ -100,35 +101,35 @@ func TestPFedHNConfig(t *testing.T) {
 		}
 		return c.Algorithm.Strategy()
 	}
-	p := strat(func(*AlgorithmConfig) {}).(*algo.PFedHN)
+	p := strat(func(*fl.Settings) {}).(*algo.PFedHN)
 	if p.Hyper.Hidden != 100 || p.Hyper.Embed != 0 || p.Hyper.Layers != 4 || p.Hyper.Rank != hyper.RankAuto ||
 		p.InnerSteps != 50 || p.Clip != 50 || p.Hyper.Clip != 50 || p.Hyper.Momentum != 0.9 || p.Hyper.WeightDecay != 1e-3 || p.Hyper.LR != 0.01 || !p.All {
 		t.Errorf("pfedhn by default: %+v, %+v", p.Hyper, p.PFedHNConfig)
 	}
-	p = strat(func(a *AlgorithmConfig) {
+	p = strat(func(a *fl.Settings) {
 		a.Hyper.Embed, a.Hyper.Hidden, a.Hyper.Rank = ptr(int64(128)), ptr(int64(150)), ptr(int64(0))
-		fl.EditOwn(a, func(o *algo.PFedHNConfig) { *o = PFedHNConfig{} })
+		fl.EditOwn(a, func(o *algo.PFedHNConfig) { *o = algo.PFedHNConfig{} })
 	}).(*algo.PFedHN)
 	if p.Hyper.Hidden != 150 || p.Hyper.Embed != 128 || p.Hyper.Rank != 0 || p.InnerSteps != 0 || p.Clip != 0 || p.Hyper.Clip != 0 {
 		t.Errorf("pfedhn as FedTP's baseline: %+v, %+v", p.Hyper, p.PFedHNConfig)
 	}
-	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*algo.FedTP)
+	fedtp := strat(func(a *fl.Settings) { a.Name = "fedtp" }).(*algo.FedTP)
 	if fedtp.Hyper.Embed != 0 || fedtp.Hyper.Hidden != 0 || fedtp.Hyper.Clip != 0 || fedtp.All {
 		t.Errorf("fedtp by default: %+v (zero sizes: engine/hyper's 128 and 150)", fedtp.Hyper)
 	}
 	for _, c := range []struct {
-		mutate func(*Config)
+		mutate func(*config.Config)
 		want   string
 	}{
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = -1 }) }, "algorithm.pfedhn.clip"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = math.NaN() }) }, "algorithm.pfedhn.clip"},
-		{func(c *Config) { c.Algorithm.Hyper.Embed = ptr(int64(0)) }, "algorithm.hyper.embed"},
-		{func(c *Config) { c.Algorithm.Hyper.Hidden = ptr(int64(-3)) }, "algorithm.hyper.hidden"},
-		{func(c *Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},
-		{func(c *Config) { c.Algorithm.Generate = []string{"mlp"} }, "algorithm.generate"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = -1 }) }, "algorithm.pfedhn.clip"},
+		{func(c *config.Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = math.NaN() }) }, "algorithm.pfedhn.clip"},
+		{func(c *config.Config) { c.Algorithm.Hyper.Embed = ptr(int64(0)) }, "algorithm.hyper.embed"},
+		{func(c *config.Config) { c.Algorithm.Hyper.Hidden = ptr(int64(-3)) }, "algorithm.hyper.hidden"},
+		{func(c *config.Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},
+		{func(c *config.Config) { c.Algorithm.Generate = []string{"mlp"} }, "algorithm.generate"},
 	} {
-		cfg := DefaultConfig().Resolved()
+		cfg := config.Default().Resolved()
 		cfg.Algorithm.Name = "pfedhn"
 		c.mutate(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -136,7 +137,7 @@ func TestPFedHNConfig(t *testing.T) {
 		}
 	}
 	// a suite member is checked with its own keys
-	cfg := DefaultConfig().Resolved()
+	cfg := config.Default().Resolved()
 	cfg.Suite = []string{"fedavg", "bad: algorithm.name=pfedhn; algorithm.pfedhn.inner_steps=-5"}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "algorithm.pfedhn.inner_steps") {
 		t.Errorf("suite member with inner_steps -5: %v", err)

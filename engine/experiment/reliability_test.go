@@ -3,111 +3,25 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
-	"pfl/engine/fl/algo"
+	"pfl/engine/rundir"
 	"pfl/engine/safetensors"
 	"pfl/internal/testenv"
 )
 
 // smallRun is a few seconds of training on synthetic data.
-func smallRun(out, name string) Config {
-	return filled(Config{Name: name, Out: out, Data: DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
-		Train: TrainConfig{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1, CheckpointEvery: 1}})
-}
-
-func TestExplicitZerosAreHonoured(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Algorithm.Mu, cfg.Algorithm.Hyper.Momentum, cfg.Algorithm.Hyper.WeightDecay = 0, 0, 0
-	cfg = cfg.Resolved()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Algorithm.Name = "fedprox"
-	if p, ok := cfg.Algorithm.Strategy().(algo.FedProx); !ok || p.Mu != 0 {
-		t.Fatalf("fedprox with mu 0 became %+v", p)
-	}
-	cfg.Algorithm.Name = "fedtp"
-	if f := cfg.Algorithm.Strategy().(*algo.FedTP); f.Hyper.Momentum >= 0 || f.Hyper.WeightDecay >= 0 {
-		t.Fatalf("hypernetwork momentum and weight decay 0 became %g and %g (want none: negative)", f.Hyper.Momentum, f.Hyper.WeightDecay)
-	}
-	zero := DefaultConfig()
-	zero.Train.Rounds = 0
-	if err := zero.Resolved().Validate(); err == nil || !strings.Contains(err.Error(), "train.rounds") {
-		t.Fatalf("rounds 0: %v", err)
-	}
-}
-
-func TestValidateRefusesEveryBadValue(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
-	for _, c := range []struct {
-		mutate func(*Config)
-		key    string
-	}{
-		{func(c *Config) { c.Model.Depth = new(int64(-3)) }, "model.depth"},
-		{func(c *Config) { c.Model.Dim = new(int64(64)) }, "model.dim"}, // convnet has no dim
-		// a size set to 0 would build the preset's size while config.json records 0
-		{func(c *Config) { c.Model.Preset, c.Model.Depth = "tiny-vit", new(int64(0)) }, "model.depth"},
-		{func(c *Config) { c.Model.Preset, c.Model.Heads = "tiny-vit", new(int64(0)) }, "model.heads"},
-		{func(c *Config) { c.Model.Preset, c.Model.Patch = "tiny-vit", new(int64(0)) }, "model.patch"},
-		// and a plug-in field set to 0 would be the algorithm's default
-		{func(c *Config) {
-			c.Model.Preset, c.Algorithm.Name, c.Model.Prefix.Mid = "tiny-vit", "fedperfix", new(int64(0))
-		}, "model.prefix.mid"},
-		{func(c *Config) {
-			c.Model.Preset, c.Algorithm.Name, c.Model.Prefix.Scale = "tiny-vit", "fedperfix", new(0.0)
-		}, "model.prefix.scale"},
-		{func(c *Config) {
-			c.Model.Preset, c.Algorithm.Name, c.Model.Prompts = "tiny-vit", "prompts", new(int64(0))
-		}, "model.prompts"},
-		{func(c *Config) {
-			c.Model.Preset, c.Algorithm.Name, c.Model.Adapter.Mid = "tiny-vit", "adapters", new(int64(0))
-		}, "model.adapter.mid"},
-		{func(c *Config) { c.Data.TrainSamples = -5 }, "data.train_samples"},
-		{func(c *Config) { c.Data.MinSize = -3 }, "data.min_size"},
-		{func(c *Config) { c.Data.Alpha = nan }, "data.alpha"},
-		{func(c *Config) { c.Data.Noise = inf }, "data.noise"},
-		{func(c *Config) { c.Data.HoldOut = 1 }, "data.holdout"},
-		{func(c *Config) { c.Train.TailRounds = -5 }, "train.tail_rounds"},
-		{func(c *Config) { c.Train.CheckpointEvery = -1 }, "train.checkpoint_every"},
-		{func(c *Config) { c.Train.EvalEvery = -1 }, "train.eval_every"},
-		{func(c *Config) { c.Train.WeightDecay = -1 }, "train.weight_decay"},
-		{func(c *Config) { c.Train.LR = inf }, "train.lr"},
-		{func(c *Config) { c.Train.LR = 0 }, "train.lr"},
-		{func(c *Config) { c.Train.Participation = 0 }, "train.participation"},
-		{func(c *Config) { c.Algorithm.Mu = -1 }, "algorithm.mu"},
-		{func(c *Config) { c.Algorithm.Hyper.Momentum = -0.5 }, "algorithm.hyper.momentum"},
-		{func(c *Config) { c.Algorithm.Hyper.Hidden = new(int64) }, "algorithm.hyper.hidden"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.InnerSteps = -1 }) }, "algorithm.pfedhn.inner_steps"},
-		{func(c *Config) { fl.EditOwn(&c.Algorithm, func(o *algo.PFedHNConfig) { o.Clip = nan }) }, "algorithm.pfedhn.clip"},
-		{func(c *Config) { c.Algorithm.Name, c.Algorithm.Generate = "pfedhn", []string{"mlp"} }, "algorithm.generate"},
-		{func(c *Config) { c.Name = "../x" }, "name"},
-		{func(c *Config) { c.Suite = []string{"fedavg", "fedavg"} }, "suite"},
-		{func(c *Config) { c.Model.Prefix.Mid = new(int64(8)) }, "model.prefix"},                                    // convnet takes no plug-ins
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Mid = "tiny-vit", new(int64(8)) }, "model.prefix.blocks"}, // fedavg adds no blocks
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Kind = "tiny-vit", "lora" }, "model.prefix.kind"},
-		{func(c *Config) { c.Model.Preset, c.Model.Prefix.Scale = "tiny-vit", new(nan) }, "model.prefix.scale"},
-		{func(c *Config) { c.Model.Preset, c.Model.Adapter.Scale = "tiny-vit", new(2.0) }, "model.adapter.mid"},
-		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalRoles = "partial", []string{"attention"} }, "algorithm.local_roles"},
-		{func(c *Config) { c.Algorithm.Name = "partial" }, "algorithm.local_roles"},
-		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalBlocks = "fedperfix", []int{-1} }, "algorithm.local_blocks"},
-		{func(c *Config) { c.Train.EvalProtocol = "before" }, "train.eval_protocol"},
-		{func(c *Config) { c.Algorithm.Name, c.Algorithm.LocalClients = "local", "some" }, "algorithm.local_clients"},
-		{func(c *Config) { c.Novel.ConvergeWithin = 2 }, "novel.converge_within"},
-	} {
-		cfg := DefaultConfig()
-		c.mutate(&cfg)
-		err := cfg.Resolved().Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), c.key+":") {
-			t.Errorf("error %v, want one starting with %q", err, c.key)
-		}
-	}
+func smallRun(out, name string) config.Config {
+	return filled(config.Config{Name: name, Out: out, Data: config.Data{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Train: config.Train{Rounds: 2, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1, CheckpointEvery: 1}})
 }
 
 func TestExistingRunIsRefusedAndKept(t *testing.T) {
@@ -121,7 +35,7 @@ func TestExistingRunIsRefusedAndKept(t *testing.T) {
 	bad := cfg
 	bad.Data.ImageSize = 8 // the convnet cannot take it
 	for _, c := range []struct {
-		cfg  Config
+		cfg  config.Config
 		opts Options
 		want string
 	}{
@@ -212,7 +126,7 @@ func TestCheckpointDamageIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(out, "damaged")
-	path := filepath.Join(dir, checkpointFile)
+	path := filepath.Join(dir, rundir.CheckpointFile)
 	good, _ := os.ReadFile(path)
 	f, err := safetensors.Read(bytes.NewReader(good))
 	if err != nil {
@@ -230,7 +144,8 @@ func TestCheckpointDamageIsAnError(t *testing.T) {
 		for k, v := range f.Metadata {
 			m[k] = v
 		}
-		m["history"], m["history_sha256"] = history, sum256([]byte(history))
+		sum := sha256.Sum256([]byte(history))
+		m["history"], m["history_sha256"] = history, hex.EncodeToString(sum[:])
 		return m
 	}
 	flipped := bytes.Clone(good)
@@ -263,38 +178,6 @@ func TestCheckpointDamageIsAnError(t *testing.T) {
 				t.Fatalf("eval: %v; want an error that does not speak of resuming", err)
 			}
 		})
-	}
-}
-
-// nanObserver makes the first round's loss NaN in what the run records, as a diverged run.
-func TestNonFiniteValuesSurviveEveryFile(t *testing.T) {
-	h := []fl.RoundMetrics{{Round: 0, Clients: []int{1}, TrainLoss: math.NaN(), Samples: 3,
-		Eval: &fl.EvalResult{Correct: []int{0, 0}, Count: []int{0, 2}, Accuracy: []float64{math.NaN(), 0},
-			Loss: []float64{math.Inf(1), math.Inf(-1)}, Micro: 0, Mean: math.NaN(), Std: math.NaN()}}}
-	b, err := json.Marshal(historyRecords(h))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back []historyRecord
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if err := back[0].check(0, 2); err != nil {
-		t.Fatal(err)
-	}
-	m := back[0].metrics()
-	if !math.IsNaN(m.TrainLoss) || !math.IsInf(m.Eval.Loss[0], 1) || !math.IsNaN(m.Eval.Mean) {
-		t.Fatalf("history came back as %+v %+v", m, m.Eval)
-	}
-	if _, err := json.Marshal(roundLine(h[0])); err != nil {
-		t.Fatalf("metrics line: %v", err)
-	}
-	s := summarize("x", h, 200, nil)
-	if _, err := json.Marshal(s); err != nil {
-		t.Fatalf("summary: %v", err)
-	}
-	if err := plots(t.TempDir(), "x", h, nil); err != nil {
-		t.Fatalf("plots: %v", err)
 	}
 }
 
@@ -344,7 +227,7 @@ func TestSetUpStopsOnACancelledContext(t *testing.T) {
 }
 
 func TestMemoryFloorRefusesBeforeAllocating(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Model.Preset, cfg.Model.Depth = "tiny-vit", new(int64(100000))
 	cfg = cfg.Resolved()
 	build, err := builder(cfg, cfg.Algorithm.Strategy(), 10, 3, 32, 32, cudaCPU)
@@ -373,7 +256,7 @@ func TestSuiteResumesAsAWhole(t *testing.T) {
 	if err == nil || !strings.HasSuffix(err.Error(), "continue with: pfl train --resume "+dir) {
 		t.Fatalf("the interrupted suite: %v; want the suite's directory to resume", err)
 	}
-	if !IsSuite(dir) {
+	if !rundir.IsSuite(dir) {
 		t.Fatal("the suite's directory is not recognised as one")
 	}
 	sr, err := ResumeSuite(context.Background(), dir, Options{})

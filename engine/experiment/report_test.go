@@ -6,11 +6,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"pfl/engine/config"
+	"pfl/engine/fl"
+	"pfl/engine/report"
+	"pfl/engine/rundir"
 )
 
 // node is an element of a parsed page.
@@ -155,11 +162,11 @@ func rows(tab *node) [][]string {
 // reports: the pages parse, hold no external reference, link to each other, inline every
 // figure as a PNG, and their tables hold the members' summary.json numbers.
 func TestReport(t *testing.T) {
-	cfg := filled(Config{Name: "rep", Out: t.TempDir(), Suite: []string{"fedtp", "local", "fedavg"},
-		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(2)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "rep", Out: t.TempDir(), Suite: []string{"fedtp", "local", "fedavg"},
+		Data:      config.Data{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(2)), Dim: new(int64(32)), Heads: new(int64(2)), HeadDim: new(int64(16)), MLP: new(int64(64))},
+		Algorithm: fl.Settings{Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     config.Train{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +174,7 @@ func TestReport(t *testing.T) {
 	if _, err := Maps(res.Dir, MapOptions{Images: 2, Clients: []int{0, 2}}); err != nil {
 		t.Fatal(err)
 	}
-	pages, err := Report(res.Dir)
+	pages, err := report.Write(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +199,11 @@ func TestReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s Summary
+		var s rundir.Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}
+		pct := func(v float64) string { return fmt.Sprintf("%.2f", 100*v) }
 		want := []string{s.Name, pct(s.TailMean) + " ± " + pct(s.TailStd), "2", pct(s.FinalMean) + " ± " + pct(s.FinalStd),
 			pct(s.P10) + " / " + pct(s.P50) + " / " + pct(s.P90), pct(s.Worst10), pct(s.FinalMicro), "2"}
 		got := results[i+1]
@@ -204,39 +212,11 @@ func TestReport(t *testing.T) {
 				t.Errorf("results row %d cell %d = %q, summary.json gives %q", i, j, got[j], w)
 			}
 		}
-		if resources[i+1][1] != commas(s.Resources.StoredParams) || resources[i+1][3] != commas(s.Resources.UpParams) {
+		commas := func(cell string) string { return strings.ReplaceAll(cell, ",", "") }
+		if commas(resources[i+1][1]) != strconv.FormatInt(s.Resources.StoredParams, 10) || commas(resources[i+1][3]) != strconv.FormatInt(s.Resources.UpParams, 10) {
 			t.Errorf("resources row %v, summary %+v", resources[i+1], s.Resources)
 		}
-		page := filepath.Join(r.Dir, "report.html")
-		mdoc := parsePage(t, page)
-		n := checkSelfContained(t, page, mdoc)
-		want2 := 5 // accuracy, loss, distribution, sorted clients, partition
-		if s.Name == "fedtp" {
-			want2++ // t-SNE
-		}
-		if n != want2 {
-			t.Errorf("%s's page has %d images, want %d", s.Name, n, want2)
-		}
-		if len(mdoc.all("a")) != 4 { // the suite and the three members
-			t.Errorf("%s's page links: %d", s.Name, len(mdoc.all("a")))
-		}
-		// the keys a member sets beyond the suite's config: algorithm.name, unless it is the
-		// suite's own (fedavg, the default)
-		var differs [][]string
-		if tab := mdoc.byID("differs-table"); tab != nil {
-			differs = rows(tab)
-		}
-		if s.Name == cfg.Algorithm.Name {
-			if differs != nil {
-				t.Errorf("%s, the suite's own algorithm, sets %v", s.Name, differs)
-			}
-		} else if len(differs) != 1 || differs[0][0] != "algorithm.name" || differs[0][1] != `"`+s.Name+`"` {
-			t.Errorf("%s sets %v", s.Name, differs)
-		}
-		host, _ := os.Hostname()
-		if m := rows(mdoc.byID("machine-table")); len(m) != 2 || m[1][1] != host {
-			t.Errorf("%s's machines %v", s.Name, m)
-		}
+		memberPage(t, r.Dir, s.Name, cfg.Algorithm.Name)
 	}
 	if !strings.Contains(doc.byID("results-md").content()+doc.all("pre")[0].content(), "| fedtp |") {
 		t.Error("results.md is not on the suite page")
@@ -248,11 +228,48 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pages, err = Report(r.Dir); err != nil || len(pages) != 1 {
+	if pages, err = report.Write(r.Dir); err != nil || len(pages) != 1 {
 		t.Fatalf("single run: %v %v", pages, err)
 	}
 	one := parsePage(t, pages[0])
 	if checkSelfContained(t, pages[0], one); len(one.all("nav")) != 0 || len(rows(one.byID("results-table"))) != 2 {
 		t.Error("the single run's page")
+	}
+}
+
+// memberPage checks a suite member's page in dir: self-contained, its figures, its links
+// to the suite's and the other members' pages, the keys it sets beyond the suite's config
+// (algorithm.name, unless it is suite's own, suiteAlg) and its machine.
+func memberPage(t *testing.T, dir, name, suiteAlg string) {
+	t.Helper()
+	page := filepath.Join(dir, "report.html")
+	mdoc := parsePage(t, page)
+	n := checkSelfContained(t, page, mdoc)
+	want2 := 5 // accuracy, loss, distribution, sorted clients, partition
+	if name == "fedtp" {
+		want2++ // t-SNE
+	}
+	if n != want2 {
+		t.Errorf("%s's page has %d images, want %d", name, n, want2)
+	}
+	if len(mdoc.all("a")) != 4 { // the suite and the three members
+		t.Errorf("%s's page links: %d", name, len(mdoc.all("a")))
+	}
+	// the keys a member sets beyond the suite's config: algorithm.name, unless it is the
+	// suite's own (fedavg, the default)
+	var differs [][]string
+	if tab := mdoc.byID("differs-table"); tab != nil {
+		differs = rows(tab)
+	}
+	if name == suiteAlg {
+		if differs != nil {
+			t.Errorf("%s, the suite's own algorithm, sets %v", name, differs)
+		}
+	} else if len(differs) != 1 || differs[0][0] != "algorithm.name" || differs[0][1] != `"`+name+`"` {
+		t.Errorf("%s sets %v", name, differs)
+	}
+	host, _ := os.Hostname()
+	if m := rows(mdoc.byID("machine-table")); len(m) != 2 || m[1][1] != host {
+		t.Errorf("%s's machines %v", name, m)
 	}
 }

@@ -16,15 +16,17 @@ import (
 	"testing"
 	"time"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
+	"pfl/engine/rundir"
 )
 
 // resumeConfig is a run long enough to be killed in the middle: FedBN over a Dirichlet
 // split with augmentation, so the resumed run must restore the global model, the clients'
 // BatchNorm layers and running statistics, the momentum buffers and every random stream
 // (sampling, batches, augmentation) to reproduce the uninterrupted run's metrics.
-func resumeConfig(out string, checkpointEvery int) Config {
-	cfg := DefaultConfig()
+func resumeConfig(out string, checkpointEvery int) config.Config {
+	cfg := config.Default()
 	cfg.Name, cfg.Out = "killed", out
 	cfg.Data.Dataset, cfg.Data.Clients = "synthetic:800", 8
 	cfg.Data.Partition, cfg.Data.Alpha, cfg.Data.Augment = "dirichlet", 0.5, true
@@ -57,7 +59,7 @@ const stalledMarker = "pfl-test: stalled at "
 //	rename:N   in the N-th checkpoint, once the temporary file is complete on disk and
 //	           before it is renamed over the old checkpoint
 //
-// write and rename go through checkpointHook; log and round through the Observer, so those
+// write and rename go through rundir.CheckpointHook; log and round through the Observer, so those
 // children write their checkpoints through the unhooked path, as pfl does.
 type stallPoint struct {
 	kind, arg string
@@ -112,7 +114,7 @@ func (o stallingObserver) Round(m fl.RoundMetrics, done, total int, sps float64)
 	}
 }
 
-// checkpointStaller is the checkpointHook of a write or rename stall point.
+// checkpointStaller is the rundir.CheckpointHook of a write or rename stall point.
 type checkpointStaller struct {
 	at              stallPoint
 	dir             string // the run directory
@@ -126,7 +128,7 @@ func (c *checkpointStaller) hook(stage string, w io.Writer) io.Writer {
 		c.writes++
 		c.w = w
 		if c.at.kind == "write" && c.writes == c.at.n {
-			st, err := os.Stat(filepath.Join(c.dir, checkpointFile))
+			st, err := os.Stat(filepath.Join(c.dir, rundir.CheckpointFile))
 			if err != nil {
 				fmt.Printf("pfl-test: no previous checkpoint to size the write by: %v\n", err)
 				os.Exit(2)
@@ -185,7 +187,7 @@ func TestChildRun(t *testing.T) {
 	cfg := resumeConfig(out, every)
 	dir := filepath.Join(out, cfg.Name)
 	if at.kind == "write" || at.kind == "rename" {
-		checkpointHook = (&checkpointStaller{at: at, dir: dir}).hook
+		rundir.CheckpointHook = (&checkpointStaller{at: at, dir: dir}).hook
 	}
 	obs := stallingObserver{Lines{os.Stdout}, at}
 	if os.Getenv(childResumeEnv) == "1" {
@@ -313,7 +315,7 @@ func TestResumeAfterKillIsExact(t *testing.T) {
 	}
 	want := metricsWithoutTimes(t, filepath.Join(ref, "killed"))
 	rounds := resumeConfig(ref, 1).Train.Rounds
-	tmpPattern := "." + checkpointFile + ".tmp*" // atomicfile's temporary files
+	tmpPattern := "." + rundir.CheckpointFile + ".tmp*" // atomicfile's temporary files
 	for _, c := range []struct {
 		name  string
 		every int    // train.checkpoint_every of the killed run
@@ -352,7 +354,7 @@ func TestResumeAfterKillIsExact(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
 				t.Fatal("the child finished before it was killed")
 			}
-			_, history, _, err := readCheckpoint(dir, resumeConfig(out, 1).Data.Clients)
+			_, history, _, err := rundir.ReadCheckpoint(dir, resumeConfig(out, 1).Data.Clients)
 			if err != nil {
 				t.Fatalf("the checkpoint the kill left: %v", err)
 			}
@@ -394,7 +396,7 @@ func TestInterruptSavesAndStops(t *testing.T) {
 		t.Fatalf("error %v, want the resume hint", err)
 	}
 	dir := filepath.Join(out, "killed")
-	if _, history, _, err := readCheckpoint(dir, cfg.Data.Clients); err != nil || len(history) != 1 {
+	if _, history, _, err := rundir.ReadCheckpoint(dir, cfg.Data.Clients); err != nil || len(history) != 1 {
 		t.Fatalf("checkpoint after an interrupt in round 1: %v, %d rounds, want 1", err, len(history))
 	}
 	res, err := Resume(context.Background(), dir, nil)
@@ -420,7 +422,7 @@ func TestResumeExtendsAFinishedRun(t *testing.T) {
 	if _, err := Run(context.Background(), short, nil); err != nil {
 		t.Fatal(err)
 	}
-	extended, err := LoadRunConfig(filepath.Join(out, "killed"))
+	extended, err := rundir.LoadConfig(filepath.Join(out, "killed"))
 	if err != nil {
 		t.Fatal(err)
 	}

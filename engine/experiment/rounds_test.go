@@ -9,16 +9,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pfl/engine/config"
+	"pfl/engine/fl"
+	"pfl/engine/rundir"
 )
 
 // TestRoundsCountFromOne: the console and metrics.jsonl number a run's rounds alike, from
 // 1 (the plots and TensorBoard's steps read them so); a metrics.jsonl an earlier pfl wrote
 // from 0 is read renumbered from 1, and one numbered otherwise is refused.
 func TestRoundsCountFromOne(t *testing.T) {
-	cfg := filled(Config{Name: "rounds", Out: t.TempDir(),
-		Data:      DataConfig{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
-		Algorithm: AlgorithmConfig{Name: "fedavg"},
-		Train:     TrainConfig{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}})
+	cfg := filled(config.Config{Name: "rounds", Out: t.TempDir(),
+		Data:      config.Data{Dataset: "synthetic:300", Clients: 4, Partition: "iid"},
+		Algorithm: fl.Settings{Name: "fedavg"},
+		Train:     config.Train{Rounds: 3, Participation: 0.5, Batch: 32, LR: 0.05, EvalEvery: 1}})
 	var console bytes.Buffer
 	res, err := Run(context.Background(), cfg, Lines{W: &console})
 	if err != nil {
@@ -55,7 +59,7 @@ func TestRoundsCountFromOne(t *testing.T) {
 		{`{"round":1}` + "\n" + `{"round":1}`, false},
 		{`{"round":2}` + "\n" + `{"round":3}`, false},
 	} {
-		lines, err := parseMetrics([]byte(c.file))
+		lines, err := rundir.ParseMetrics([]byte(c.file))
 		switch {
 		case c.ok && (err != nil || len(lines) != 2 || lines[0].Round != 1 || lines[1].Round != 2):
 			t.Errorf("%q: %+v, %v; want rounds 1 and 2", c.file, lines, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/fl"
 )
 
@@ -17,7 +18,7 @@ type Session struct {
 }
 
 // Open validates cfg and prepares it (nothing is written).
-func Open(ctx context.Context, cfg Config) (*Session, error) {
+func Open(ctx context.Context, cfg config.Config) (*Session, error) {
 	cfg = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -26,8 +27,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, _ := cuda.ParseDevice(cfg.Device) // prepare has parsed it
-	return &Session{se: se, dev: dev}, nil
+	return &Session{se: se, dev: cfg.Device}, nil
 }
 
 // Memory is what `pfl train` prints about memory before the first round: the floor

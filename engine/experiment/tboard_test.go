@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"pfl/engine/rundir"
 	"pfl/engine/tensorboard"
 )
 
@@ -17,9 +18,9 @@ import (
 // accuracies.
 func checkTB(t *testing.T, dir string, novel []int) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, tbDir, "events.out.tfevents.*"))
+	files, _ := filepath.Glob(filepath.Join(dir, rundir.TBDir, "events.out.tfevents.*"))
 	if len(files) != 1 {
-		t.Fatalf("%d event files in %s, want 1", len(files), filepath.Join(dir, tbDir))
+		t.Fatalf("%d event files in %s, want 1", len(files), filepath.Join(dir, rundir.TBDir))
 	}
 	evs, err := tensorboard.ReadFile(files[0])
 	if err != nil {
@@ -29,7 +30,7 @@ func checkTB(t *testing.T, dir string, novel []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, err := parseMetrics(b)
+	lines, err := rundir.ParseMetrics(b)
 	if err != nil {
 		t.Fatal(err)
 	}

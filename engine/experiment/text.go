@@ -6,15 +6,17 @@ import (
 	"path/filepath"
 
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/data"
 	"pfl/engine/dist"
 	"pfl/engine/fl"
 	"pfl/engine/model"
+	"pfl/engine/rundir"
 )
 
 // prepareText is prepare for a character-level dataset (FedTP's Shakespeare): one client
 // per role, the roles' own train/test sequences, a text model.
-func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, error) {
+func prepareText(ctx context.Context, cfg config.Config, dev cuda.Device) (*session, error) {
 	t, err := data.OpenText(cfg.Data.Dataset, cfg.Data.SeqLen)
 	if err != nil {
 		return nil, fmt.Errorf("data.dataset: %w", err)
@@ -36,7 +38,7 @@ func prepareText(ctx context.Context, cfg Config, dev cuda.Device) (*session, er
 		return nil, err
 	}
 	se := &session{floor: floor, manifest: func(dir string) error {
-		return writeJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
+		return rundir.WriteJSON(filepath.Join(dir, "partition.json"), textManifest(t.Name, tf))
 	}}
 	train, err := data.UploadText(tf.Train, dev)
 	if err != nil {
@@ -75,15 +77,15 @@ func textManifest(name string, tf *data.TextFederation) textPartition {
 
 // textBuilder makes the text models: FedTP's Transformer (model.depth, dim, heads,
 // head_dim and mlp resize it; causal) or the LEAF LSTM, for sequences of seqLen.
-func textBuilder(cfg Config, strat fl.Strategy, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
+func textBuilder(cfg config.Config, strat fl.Strategy, vocab, seqLen int64, dev cuda.Device) (fl.Builder, error) {
 	mc := cfg.Model
 	p, err := model.Lookup(mc.Preset)
 	if err != nil || !p.IsText() {
 		return nil, fmt.Errorf("model.preset: %q does not read text; a text dataset takes text-transformer or lstm", mc.Preset)
 	}
-	s := mc.spec()
+	s := mc.Spec()
 	s.Vocab, s.SeqLen = vocab, seqLen
-	s, err = cfg.shaped(strat, s)
+	s, err = shaped(cfg, strat, s)
 	if err != nil {
 		return nil, err
 	}

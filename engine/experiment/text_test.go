@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/internal/testenv"
 )
 
@@ -48,7 +49,7 @@ func TestShakespeareFedTP(t *testing.T) {
 	dir := writeShakespeare(t, 6)
 	for _, alg := range []string{"fedtp", "fedavg"} {
 		t.Run(alg, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := config.Default()
 			cfg.Name, cfg.Out = alg, t.TempDir()
 			cfg.Data.Dataset, cfg.Data.Clients, cfg.Data.SeqLen = "shakespeare:"+dir, 6, 10
 			cfg.Model.Preset = "text-transformer"
@@ -106,13 +107,13 @@ func TestShakespeareFedTP(t *testing.T) {
 	}
 	// an image model on text, and more roles than the data has, are clear errors
 	for _, c := range []struct {
-		mutate func(*Config)
+		mutate func(*config.Config)
 		want   string
 	}{
-		{func(c *Config) { c.Model.Preset = "tiny-vit" }, "model.preset"},
-		{func(c *Config) { c.Data.Clients = 7 }, "only 6 roles"},
+		{func(c *config.Config) { c.Model.Preset = "tiny-vit" }, "model.preset"},
+		{func(c *config.Config) { c.Data.Clients = 7 }, "only 6 roles"},
 	} {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.Out = t.TempDir()
 		cfg.Data.Dataset, cfg.Data.Clients, cfg.Data.SeqLen = "shakespeare:"+dir, 6, 10
 		cfg.Model.Preset = "text-transformer"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
 	"pfl/engine/fl/algo"
 	"pfl/engine/hyper"
@@ -19,12 +20,12 @@ import (
 // 32×32 images: every run finishes, a checkpoint evaluates to its last round, TransFed
 // writes its client embeddings and checkpoints the heads of every block's f.
 func TestTransFedSuite(t *testing.T) {
-	cfg := filled(Config{Name: "transfed", Out: t.TempDir(),
+	cfg := filled(config.Config{Name: "transfed", Out: t.TempDir(),
 		Suite:     []string{"transfed", "transfed-r4: algorithm.name=transfed; algorithm.hyper.rank=4", "vanilla-c-t"},
-		Data:      DataConfig{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
-		Model:     ModelConfig{Preset: "focalnet-cifar", Depth: new(int64(1))},
-		Algorithm: AlgorithmConfig{Hyper: HyperConfig{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
-		Train:     TrainConfig{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
+		Data:      config.Data{Dataset: "synthetic:200", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Model:     config.Model{Preset: "focalnet-cifar", Depth: new(int64(1))},
+		Algorithm: fl.Settings{Hyper: fl.HyperSettings{Embed: ptr(int64(8)), Hidden: ptr(int64(16))}},
+		Train:     config.Train{Rounds: 2, Participation: 0.4, Batch: 16, LR: 0.05, EvalEvery: 1}})
 	res, err := RunSuite(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +66,8 @@ func TestTransFedSuite(t *testing.T) {
 // algorithm's own; set, they are honoured; a set but empty generate, a negative rank and a
 // model that is not a FocalNet are refused naming the key or the model.
 func TestTransFedConfig(t *testing.T) {
-	strat := func(mutate func(a *AlgorithmConfig)) fl.Strategy {
-		c := DefaultConfig().Resolved()
+	strat := func(mutate func(a *fl.Settings)) fl.Strategy {
+		c := config.Default().Resolved()
 		c.Algorithm.Name = "transfed"
 		mutate(&c.Algorithm)
 		if err := c.Validate(); err != nil {
@@ -75,30 +76,30 @@ func TestTransFedConfig(t *testing.T) {
 		return c.Algorithm.Strategy()
 	}
 	focal := []model.Role{model.RoleFocalF, model.RoleFocalCtx, model.RoleFocalH, model.RoleFocalProj}
-	tf := strat(func(*AlgorithmConfig) {}).(*algo.TransFed)
+	tf := strat(func(*fl.Settings) {}).(*algo.TransFed)
 	if !slices.Equal(tf.Roles, focal) || tf.Hyper.Rank != hyper.RankAuto {
 		t.Errorf("transfed by default: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"focal_f"}, ptr(int64(0)) }).(*algo.TransFed)
+	tf = strat(func(a *fl.Settings) { a.Generate, a.Hyper.Rank = []string{"focal_f"}, ptr(int64(0)) }).(*algo.TransFed)
 	if want := []model.Role{model.RoleFocalF}; !slices.Equal(tf.Roles, want) || tf.Hyper.Rank != 0 {
 		t.Errorf("transfed with generate [focal_f], rank 0: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	tf = strat(func(a *AlgorithmConfig) { a.Generate, a.Hyper.Rank = []string{"attn_qkv"}, ptr(int64(16)) }).(*algo.TransFed)
+	tf = strat(func(a *fl.Settings) { a.Generate, a.Hyper.Rank = []string{"attn_qkv"}, ptr(int64(16)) }).(*algo.TransFed)
 	if !slices.Equal(tf.Roles, []model.Role{model.RoleAttnQKV}) || tf.Hyper.Rank != 16 {
 		t.Errorf("transfed with generate [attn_qkv], rank 16: roles %v, rank %d", tf.Roles, tf.Hyper.Rank)
 	}
-	fedtp := strat(func(a *AlgorithmConfig) { a.Name = "fedtp" }).(*algo.FedTP)
+	fedtp := strat(func(a *fl.Settings) { a.Name = "fedtp" }).(*algo.FedTP)
 	if fedtp.Roles != nil || fedtp.Hyper.Rank != 0 {
 		t.Errorf("fedtp by default: roles %v (nil: attn_qkv), rank %d", fedtp.Roles, fedtp.Hyper.Rank)
 	}
 	for _, c := range []struct {
-		mutate func(*Config)
+		mutate func(*config.Config)
 		want   string
 	}{
-		{func(c *Config) { c.Algorithm.Generate = []string{} }, "algorithm.generate"},
-		{func(c *Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},
+		{func(c *config.Config) { c.Algorithm.Generate = []string{} }, "algorithm.generate"},
+		{func(c *config.Config) { c.Algorithm.Hyper.Rank = ptr(int64(-1)) }, "algorithm.hyper.rank"},
 	} {
-		cfg := DefaultConfig().Resolved()
+		cfg := config.Default().Resolved()
 		cfg.Algorithm.Name = "transfed"
 		c.mutate(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -106,11 +107,11 @@ func TestTransFedConfig(t *testing.T) {
 		}
 	}
 	for _, alg := range []string{"transfed", "vanilla-c-t"} {
-		cfg := filled(Config{Name: alg, Out: t.TempDir(),
-			Data:      DataConfig{Dataset: "synthetic:100", Clients: 4, Partition: "iid"},
-			Model:     ModelConfig{Preset: "tiny-vit", Depth: new(int64(1))},
-			Algorithm: AlgorithmConfig{Name: alg},
-			Train:     TrainConfig{Rounds: 1, Participation: 0.5}})
+		cfg := filled(config.Config{Name: alg, Out: t.TempDir(),
+			Data:      config.Data{Dataset: "synthetic:100", Clients: 4, Partition: "iid"},
+			Model:     config.Model{Preset: "tiny-vit", Depth: new(int64(1))},
+			Algorithm: fl.Settings{Name: alg},
+			Train:     config.Train{Rounds: 1, Participation: 0.5}})
 		_, err := Run(context.Background(), cfg, nil)
 		if err == nil || !strings.Contains(err.Error(), "needs a FocalNet") {
 			t.Errorf("%s on tiny-vit: %v", alg, err)

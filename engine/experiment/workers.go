@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"pfl/cuda"
+	"pfl/engine/config"
 	"pfl/engine/dist"
 )
 
@@ -15,7 +16,7 @@ import (
 // the processes of a launch on this machine (LOCAL_WORLD_SIZE, else WORLD_SIZE) and by
 // the intra-op threads OMP_NUM_THREADS gives each, when the environment sets it; on CUDA
 // and for sequential training, 1.
-func workersFor(t TrainConfig, dev cuda.Device) int {
+func workersFor(t config.Train, dev cuda.Device) int {
 	if t.Workers > 0 {
 		return t.Workers
 	}
