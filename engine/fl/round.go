@@ -42,12 +42,12 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	t0 := time.Now()
-	local, _ := r.localShare(met.Clients)  // this rank's clients: all of them in one process
-	generated, err := r.generate(s, local) // with the graph back to the server's parameters
+	local, lo := r.localShare(met.Clients) // this rank's clients: all of them in one process
+	generated, err := r.generate(s, met.Clients) // all the round's clients', as in one process
 	if err != nil {
 		return met, err
 	}
-	sum, count, err := r.trainClients(s, local, generated, round, &met)
+	sum, count, err := r.trainClients(s, local, shareRows(s, generated, lo, len(local)), round, &met)
 	if err != nil {
 		return met, err
 	}

@@ -25,6 +25,23 @@ func (r *Run) generate(s *cuda.Scope, ids []int) ([]*cuda.Tensor, error) {
 	return generated, nil
 }
 
+// shareRows keeps the rows [lo, lo+n) of the generated parameters of all the round's
+// clients: this rank's share (all of them in one process). Every rank generates for all
+// the round's clients, as one process does, and not for its share alone: a matrix
+// product's bits may depend on its row count (OpenBLAS's generic kernels, which it runs on
+// CPUs it does not know, take another path for one row than for three), and the rows a
+// rank trains must be the ones one process would train.
+func shareRows(s *cuda.Scope, generated []*cuda.Tensor, lo, n int) []*cuda.Tensor {
+	if len(generated) == 0 || generated[0].Size(0) == int64(n) {
+		return generated
+	}
+	out := make([]*cuda.Tensor, len(generated))
+	for i, g := range generated {
+		out[i] = s.Narrow(g, 0, int64(lo), int64(n))
+	}
+	return out
+}
+
 // aggregate averages the shared parameters over the round's clients ids (weights m_k/M, or
 // the strategy's: ServerHooks.Weights; a client of ids outside server, the clients the server update
 // reads, weighs 0) into the global model, writes the personal rows back to the store, and
@@ -47,20 +64,9 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 	local, lo := r.localShare(ids)
 	w := cuda.FromSlice(s, r.cfg.Device, weights[lo:lo+len(local)])
 	if r.hooks.gen != nil {
-		trained := make([]*cuda.Tensor, len(r.genIdx))
-		for j, i := range r.genIdx {
-			trained[j] = r.stacked.Params().List[i].T
+		if err := r.learn(s, generated, weights, lo); err != nil {
+			return err
 		}
-		sum := r.hooks.gen.LearnSum(s, generated, trained, w)
-		if r.distributed() {
-			if err := s.Err(); err != nil {
-				return err
-			}
-			if err := r.allReduce(sum...); err != nil {
-				return err
-			}
-		}
-		r.hooks.gen.LearnApply(s, sum)
 	}
 	s.SetGradEnabled(false)
 	defer s.SetGradEnabled(true)
@@ -114,6 +120,29 @@ func (r *Run) aggregate(s *cuda.Scope, ids, server []int, generated []*cuda.Tens
 		return err
 	}
 	return r.allReduce(dst...)
+}
+
+// learn updates the generator from the round's clients' trained rows (GenerateHooks.LearnSum,
+// LearnApply); generated holds all the round's clients' generated parameters, weights their
+// weights, and this rank trained the rows from lo. Across processes every rank first gathers
+// every client's trained rows and then differentiates the whole round as one process does:
+// summing the ranks' partial vector-Jacobian products instead would add the clients' terms
+// in another order than one matrix product does, and the generator's bits, hence every
+// later round's, would depend on the number of ranks.
+func (r *Run) learn(s *cuda.Scope, generated []*cuda.Tensor, weights []float64, lo int) error {
+	trained := make([]*cuda.Tensor, len(r.genIdx))
+	for j, i := range r.genIdx {
+		trained[j] = r.stacked.Params().List[i].T
+	}
+	if r.distributed() {
+		var err error
+		if trained, err = r.gatherRows(s, trained, len(weights), lo); err != nil {
+			return err
+		}
+	}
+	sum := r.hooks.gen.LearnSum(s, generated, trained, cuda.FromSlice(s, r.cfg.Device, weights))
+	r.hooks.gen.LearnApply(s, sum)
+	return s.Err()
 }
 
 // Training across processes (Config.Group with World > 1). Every rank holds the whole run:
