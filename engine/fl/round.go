@@ -42,7 +42,7 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	s := cuda.NewScope()
 	defer s.Close()
 	t0 := time.Now()
-	local, lo := r.localShare(met.Clients) // this rank's clients: all of them in one process
+	local, lo := r.localShare(met.Clients)       // this rank's clients: all of them in one process
 	generated, err := r.generate(s, met.Clients) // all the round's clients', as in one process
 	if err != nil {
 		return met, err
