@@ -36,8 +36,8 @@ type Spec struct {
 	Adapter MLPAdapterConfig // a sequential adapter after every MLP, per block or shared
 	Levels  int64            // FocalNet focal levels
 
-	// Dropout replaces the preset's dropout rate (ViTs and the text Transformer); nil keeps
-	// it. A pointer, since 0 (no dropout) is a value a caller sets.
+	// Dropout replaces the preset's dropout rate (ViTs, the text Transformer and
+	// digit5cnn); nil keeps it. A pointer, since 0 (no dropout) is a value a caller sets.
 	Dropout *float64
 }
 
@@ -51,6 +51,7 @@ const (
 	familyText
 	familyLSTM
 	familyResNet
+	familyDigit5
 )
 
 // takes lists each family's overrides by Spec field name (for the error naming a field the
@@ -62,6 +63,7 @@ var takes = map[family][]string{
 	familyText:   {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
 	familyLSTM:   {"Vocab", "SeqLen"},
 	familyResNet: {"Classes", "Image", "Channels", "Depth", "Dim"},
+	familyDigit5: {"Classes", "Image", "Channels", "Dropout"},
 }
 
 // Takes reports whether the preset's family reads the Spec field named field ("Depth").
@@ -194,6 +196,17 @@ func (s Spec) Builder() (Factory, error) {
 		}
 		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
 			return built(NewConvNet(name, c, k, dev, dt, g))
+		}, nil
+	case familyDigit5:
+		c := Digit5CNN(or(s.Image, 32), or(s.Channels, 3), classes)
+		if s.Dropout != nil {
+			c.Dropout = *s.Dropout
+		}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		return func(k int, dev cuda.Device, dt cuda.DType, g *cuda.Generator) (Model, error) {
+			return built(NewDigit5(name, c, k, dev, dt, g))
 		}, nil
 	case familyResNet:
 		c := p.resnet(classes)
