@@ -17,8 +17,8 @@ in the repository was written from commit 38d833cbc5927dd09914ca6b874f15c8cfc3db
   /usr/bin/python3 scripts/sbs/pfedgp_fixed_inputs.py --checkout PATH/TO/pFedGP
   scripts/sbs/pfedgp-fixed.sh PATH/TO/pFedGP      (this, then the Go test, verbose)
 
-Setting: 4 classes (labels 0..3, as the trainer's offset labels), 12 training and 5 test
-samples each, 8-dimensional features drawn around class means of which classes 0 and 2, and
+Setting: 4 classes (labels 0..3, as the trainer's offset labels) of 14, 8, 12 and 10
+training and 5 test samples, 8-dimensional features drawn around class means of which classes 0 and 2, and
 1 and 3, lie close (so the 2-means split of the root is {0, 2} against {1, 3}); the
 trainer's defaults: RBF kernel, outputscale 8, lengthscale 1, jitter 1e-3, Gibbs 20 chains
 × 5 steps in training and 30 × 5 in evaluation, predict_ratio 0.5, the predictive
@@ -84,15 +84,17 @@ class ExpectedSigmoid(torch.nn.Module):
 
 
 def inputs(rng):
-    """Features and labels: 4 classes, 12 training and 5 test samples each, in 8 dimensions."""
+    """Features and labels: 4 classes of 14, 8, 12 and 10 training and 5 test samples, in 8
+    dimensions."""
     centre = rng.normal(size=(2, 8)) * 2.0
     means = [centre[c % 2] + rng.normal(size=8) * 0.7 for c in range(4)]  # 0 near 2, 1 near 3
-    def draw(n):
-        x = np.concatenate([means[c] + rng.normal(size=(n, 8)) for c in range(4)])
-        y = np.repeat(np.arange(4), n)
+    def draw(counts):
+        x = np.concatenate([means[c] + rng.normal(size=(n, 8)) for c, n in enumerate(counts)])
+        y = np.repeat(np.arange(4), counts)
         perm = rng.permutation(len(y))
         return x[perm], y[perm]
-    return draw(12) + draw(5)
+    # unequal classes, so that pFedGP-IP-data's prior-ratio correction is not the identity
+    return draw([14, 8, 12, 10]) + draw([5, 5, 5, 5])
 
 
 def row_index(x_all, rows):
