@@ -5,8 +5,8 @@
 # its tree, held-out splits, Gibbs draws ω, losses, gradients and class probabilities
 # (pfedgp_fixed_inputs.py, into engine/gp/testdata/pfedgp_official_fixed.json), then
 # computes the same with pfl's GP from those inputs and draws and prints the comparison
-# (engine/gp's TestOfficialTrainerOnFixedInputs, verbose). Without a checkout it only runs
-# the comparison on the fixture in the repository.
+# (engine/gp: TestOfficialTrainerOnFixedInputs and TestOfficialIPTrainerOnFixedInputs,
+# verbose). Without a checkout it only runs the comparison on the fixture in the repository.
 #
 # Usage: scripts/sbs/pfedgp-fixed.sh [PFEDGP_CHECKOUT]
 set -euo pipefail
@@ -18,4 +18,4 @@ fi
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi
-env -u OMP_NUM_THREADS go test -count=1 -v -run 'TestOfficialTrainerOnFixedInputs$' ./engine/gp
+env -u OMP_NUM_THREADS go test -count=1 -v -run 'TestOfficial(IP)?TrainerOnFixedInputs$' ./engine/gp
