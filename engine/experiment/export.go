@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"pfl/engine/config"
@@ -42,11 +43,17 @@ type ClientSplit struct {
 	TestLabels  []int64 `json:"test_labels"`
 }
 
+// presentationKeys are the data keys that change how the images look to the model, not which
+// images a client holds: padding is applied to every image before the partition, which reads
+// only labels and counts, and the channel count at upload, after it. A suite member may set
+// them and still train on the suite's partition (PFLlib's Digit5CNN beside its FedAvgCNN).
+var presentationKeys = []string{"data.pad_to", "data.channels"}
+
 // ExportPartition builds the partition a run of cfg (one run, or a grid of one sweep point
-// and one seed; a suite's members share it unless one sets a data key or the seed) trains on, through the
-// same data stage as the run, and writes its manifest (partition.json, partition.png) and
-// the clients' indices (clients.json) to dir. Text datasets and feature noise have no
-// such export.
+// and one seed; a suite's members share it unless one sets the seed or a data key other
+// than presentationKeys) trains on, through the same data stage as the run, and writes its
+// manifest (partition.json, partition.png) and the clients' indices (clients.json) to dir.
+// Text datasets and feature noise have no such export.
 func ExportPartition(ctx context.Context, cfg config.Config, dir string) (PartitionExport, error) {
 	var out PartitionExport
 	cfg = cfg.Resolved()
@@ -59,7 +66,7 @@ func ExportPartition(ctx context.Context, cfg config.Config, dir string) (Partit
 			return out, err
 		}
 		for _, k := range keys {
-			if k == "seed" || strings.HasPrefix(k, "data.") {
+			if k == "seed" || strings.HasPrefix(k, "data.") && !slices.Contains(presentationKeys, k) {
 				return out, fmt.Errorf("suite member %q sets %s: its partition is not the suite's", e, k)
 			}
 		}

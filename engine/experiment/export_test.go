@@ -97,6 +97,28 @@ func TestExportPartitionRefusesSeveralPartitions(t *testing.T) {
 	}
 }
 
+// TestExportPartitionWithPresentationKeys: a suite member that only pads the images or
+// repeats their channel trains on the suite's partition, so the export goes on and writes
+// the partition of the suite without that member.
+func TestExportPartitionWithPresentationKeys(t *testing.T) {
+	base := config.Config{Seed: 4, Data: config.Data{Dataset: "synthetic:300", Clients: 5, Partition: "pathological", ClassesPerClient: 2},
+		Train: config.Train{Participation: 1}}
+	base.Suite = []string{"fedavg"}
+	want, err := ExportPartition(context.Background(), filled(base), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	padded := base
+	padded.Suite = []string{"fedavg", "fedbn: algorithm.name=fedbn; data.pad_to=40; data.channels=3"}
+	got, err := ExportPartition(context.Background(), filled(padded), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != want.Hash || len(got.Clients) != len(want.Clients) {
+		t.Fatalf("with a padding member: partition %s of %d clients, without: %s of %d", got.Hash, len(got.Clients), want.Hash, len(want.Clients))
+	}
+}
+
 // TestExportPartitionOfAOnePointGrid: a swept config narrowed to one value and one seed
 // exports the partition its one run trains on (the plain run with that value and seed);
 // two values are refused, naming the sweep.

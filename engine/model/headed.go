@@ -56,6 +56,7 @@ var (
 	_ Headed = (*FocalNet)(nil)
 	_ Headed = (*ConvNetModel)(nil)
 	_ Headed = (*ResNet)(nil)
+	_ Headed = (*Digit5Model)(nil)
 	_ Headed = (*TwoHeads)(nil)
 )
 

@@ -116,4 +116,5 @@ var (
 	_ Model = (*LSTMModel)(nil)
 	_ Model = (*ConvNetModel)(nil)
 	_ Model = (*ResNet)(nil)
+	_ Model = (*Digit5Model)(nil)
 )

@@ -61,8 +61,9 @@ var presets = []Preset{
 		conv: func(i, c, k int64) ConvNetConfig { return ConvNet(i, c, k, true) }},
 	{Name: "fedavgcnn", Summary: "PFLlib's FedAvgCNN: conv 5×5 32, pool, conv 5×5 64, pool, FC 512, head (28×28×1: 582,026 parameters)", Classes: 10, family: familyConv,
 		conv: FedAvgCNN},
-	{Name: "fedavgcnn-bn", Summary: "fedavgcnn with BatchNorm after both convolutions and FC 512 (FedBN beside PFLlib)", Classes: 10, family: familyConv,
+	{Name: "fedavgcnn-bn", Summary: "fedavgcnn with BatchNorm after both convolutions and FC 512 (pfl's variant; PFLlib's own BatchNorm network is digit5cnn)", Classes: 10, family: familyConv,
 		conv: func(i, c, k int64) ConvNetConfig { cfg := FedAvgCNN(i, c, k); cfg.BatchNorm = true; return cfg }},
+	{Name: "digit5cnn", Summary: "PFLlib's Digit5CNN (FedBN's digit CNN): 3 convs 5×5 64-64-128 and FC 3072-2048, BatchNorm after each, dropout 0.5 (32×32×3: 31,805,898 parameters)", Classes: 10, family: familyDigit5},
 	{Name: "resnet50", Summary: "torchvision's ResNet-50 (v1.5, BatchNorm) at 224, FedPerfix's CNN beside ViT-S", Classes: 100, family: familyResNet, resnet: ResNet50},
 }
 

@@ -37,8 +37,8 @@ type Spec struct {
 	Adapter MLPAdapterConfig // a sequential adapter after every MLP, per block or shared
 	Levels  int64            // FocalNet focal levels
 
-	// Dropout replaces the preset's dropout rate (ViTs and the text Transformer); nil keeps
-	// it. A pointer, since 0 (no dropout) is a value a caller sets.
+	// Dropout replaces the preset's dropout rate (ViTs, the text Transformer and
+	// digit5cnn); nil keeps it. A pointer, since 0 (no dropout) is a value a caller sets.
 	Dropout *float64
 }
 
@@ -52,6 +52,7 @@ const (
 	familyText
 	familyLSTM
 	familyResNet
+	familyDigit5
 )
 
 // takes lists each family's overrides by Spec field name (for the error naming a field the
@@ -63,6 +64,7 @@ var takes = map[family][]string{
 	familyText:   {"Vocab", "SeqLen", "Depth", "Dim", "Heads", "HeadDim", "MLP", "Dropout"},
 	familyLSTM:   {"Vocab", "SeqLen"},
 	familyResNet: {"Classes", "Image", "Channels", "Depth", "Dim"},
+	familyDigit5: {"Classes", "Image", "Channels", "Dropout"},
 }
 
 // Takes reports whether the preset's family reads the Spec field named field ("Depth").
@@ -151,6 +153,12 @@ func (s Spec) Builder() (Factory, error) {
 		f, err = factory(s.Preset, s.applyFocal(p.focal(classes)), NewFocalNet)
 	case familyConv:
 		f, err = factory(s.Preset, p.conv(cmp.Or(s.Image, 32), cmp.Or(s.Channels, 3), classes), NewConvNet)
+	case familyDigit5:
+		c := Digit5CNN(cmp.Or(s.Image, 32), cmp.Or(s.Channels, 3), classes)
+		if s.Dropout != nil {
+			c.Dropout = *s.Dropout
+		}
+		f, err = factory(s.Preset, c, NewDigit5)
 	case familyResNet:
 		f, err = factory(s.Preset, s.applyResNet(p.resnet(classes)), NewResNet)
 	case familyText:

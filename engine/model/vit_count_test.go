@@ -266,3 +266,35 @@ func TestFedAvgCNNMatchesPFLlib(t *testing.T) {
 		}
 	}
 }
+
+// digit5cnn is PFLlib's Digit5CNN, whose names, shapes and parameter count
+// TestDigit5CNNMatchesPFLlib checks against PFLlib's own module; here the roles FedBN and
+// the head-splitting algorithms read, and the MACs, counted by hand on 32×32×3 images:
+// convolutions 3·64·25+64 = 4,864, 64·64·25+64 = 102,464 and 64·128·25+128 = 204,928;
+// BatchNorm affines 2·(64+64+128+3072+2048) = 10,752; hidden FCs 8192·3072+3072 =
+// 25,168,896 and 3072·2048+2048 = 6,293,504; head 2048·10+10 = 20,490. MACs: 64·3·25·32² +
+// 64·64·25·16² + 128·64·25·8² + 8192·3072 + 3072·2048 + 2048·10.
+func TestDigit5CNNRoles(t *testing.T) {
+	m, err := Build(Spec{Preset: "digit5cnn", Classes: 10}, 1, cuda.CPU, cuda.Float32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := m.Params().CountByRole()
+	for _, c := range []struct {
+		role Role
+		want int64
+	}{
+		{RoleConv, 4864 + 102464 + 204928}, {RoleNorm, 10752},
+		{RoleFC, 25168896 + 6293504}, {RoleHead, 20490},
+	} {
+		if by[c.role] != c.want {
+			t.Errorf("digit5cnn: %d parameters of role %v, want %d", by[c.role], c.role, c.want)
+		}
+	}
+	if want := 4915200 + 26214400 + 13107200 + 25165824 + 6291456 + 20480; m.MACs() != float64(want) {
+		t.Errorf("digit5cnn: %.0f MACs, want %d", m.MACs(), want)
+	}
+	if h, ok := m.(Headed); !ok || h.FeatureDim() != 2048 {
+		t.Errorf("digit5cnn: the head should read the 2048 features of the second hidden FC")
+	}
+}

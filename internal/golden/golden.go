@@ -48,6 +48,12 @@ func (g *File) Values(name string) ([]float64, []int64) {
 	return v, ts.Shape
 }
 
+// Has reports whether the file holds a tensor name.
+func (g *File) Has(name string) bool {
+	_, ok := g.f.Get(name)
+	return ok
+}
+
 // IsInt reports whether the tensor name holds integers (token ids, labels).
 func (g *File) IsInt(name string) bool {
 	ts, ok := g.f.Get(name)

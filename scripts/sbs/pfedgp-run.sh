@@ -76,4 +76,4 @@ for s in $seeds; do
   wait $pfl_pid || { rc=$?; echo "pfedgp-run.sh: seed $s: pfl's run failed; see $out/$alg/pfl-seed$s.log" >&2; }
   [ $rc -eq 0 ] || exit $rc
 done
-$py scripts/sbs/summary.py --runs "$out"
+$py scripts/sbs/summary.py --runs "$out" --per-seed

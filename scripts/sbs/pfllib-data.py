@@ -8,10 +8,13 @@ PFLlib (TsingZ0/PFLlib) reads ../dataset/<name>/{train,test}/<client>.npz, each 
 generate_FashionMNIST.py scales them: ToTensor() then Normalize([0.5], [0.5]), i.e.
 (p / 255 - 0.5) / 0.5, which is pfl's data.normalize: half.
 
-Usage: pfllib-data.py --export DIR --out DATASET_DIR [--idx IDX_DIR]
+Usage: pfllib-data.py --export DIR --out DATASET_DIR [--idx IDX_DIR] [--pad-to 32 --channels 3]
   DIR          the folder `pfl partition -c` wrote (clients.json inside)
   DATASET_DIR  becomes PFLlib's dataset/<name> folder (train/, test/, config.json)
   IDX_DIR      the four Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)
+  --pad-to N   zero-pads every 28×28 image to N×N, centred, before scaling (pfl's
+               data.pad_to: a padded pixel is 0, so -1 after scaling, on both sides)
+  --channels 3 repeats the grey channel three times (pfl's data.channels: 3)
 """
 import argparse
 import gzip
@@ -52,6 +55,8 @@ def main():
     ap.add_argument("--export", required=True, help="folder with pfl's clients.json")
     ap.add_argument("--out", required=True, help="PFLlib dataset folder to write")
     ap.add_argument("--idx", default=IDX_DIR, help="folder of the Fashion-MNIST IDX files")
+    ap.add_argument("--pad-to", type=int, default=0, help="zero-pad the images to this side, centred (pfl's data.pad_to)")
+    ap.add_argument("--channels", type=int, default=1, choices=[1, 3], help="3 repeats the grey channel (pfl's data.channels)")
     a = ap.parse_args()
 
     path = os.path.join(a.export, "clients.json")
@@ -69,9 +74,21 @@ def main():
     if (len(x) - len(y)) or len(x) != e["train_images"] + e["test_images"]:
         sys.exit(f"pfllib-data: {a.idx} holds {len(x)} images and {len(y)} labels; {path} was exported from "
                  f"{e['train_images']} + {e['test_images']}: not the same dataset")
-    if x.shape[1:] != (28, 28):
+    if x.shape[1:] != (28, 28):  # checked before any padding
         sys.exit(f"pfllib-data: {a.idx}: images of {x.shape[1:]}, want 28×28")
-    pixels = ((x.astype(np.float32) / 255.0 - 0.5) / 0.5)[:, None, :, :]  # [N, 1, 28, 28]
+    if a.pad_to and a.pad_to < 28:
+        sys.exit(f"pfllib-data: --pad-to {a.pad_to}: smaller than the 28×28 images")
+
+    def pixels(idx):
+        """The images idx as PFLlib reads them: float32 [n, channels, side, side]."""
+        im = x[idx]
+        if a.pad_to:
+            top = (a.pad_to - 28) // 2  # pfl's data.PadTo: an odd margin's extra row and column after the image
+            padded = np.zeros((len(idx), a.pad_to, a.pad_to), dtype=np.uint8)
+            padded[:, top:top + 28, top:top + 28] = im
+            im = padded
+        out = ((im.astype(np.float32) / 255.0 - 0.5) / 0.5)[:, None, :, :]
+        return np.repeat(out, a.channels, axis=1) if a.channels > 1 else out
 
     for split in ("train", "test"):
         os.makedirs(os.path.join(a.out, split), exist_ok=True)
@@ -86,7 +103,7 @@ def main():
             if not np.array_equal(y[idx], want):
                 sys.exit(f"pfllib-data: {path}: client {c} {split}: the labels in {a.idx} differ from the exported ones")
             with open(os.path.join(a.out, split, f"{c}.npz"), "wb") as f:
-                np.savez_compressed(f, data={"x": pixels[idx], "y": y[idx]})
+                np.savez_compressed(f, data={"x": pixels(idx), "y": y[idx]})
             sizes[split].append(len(idx))
             for label in y[idx]:
                 counts[int(label)] = counts.get(int(label), 0) + 1

@@ -8,10 +8,13 @@ not cached there) in a scratch folder WORK/system beside WORK/dataset/<name> (a 
 --data). Its command line is the one printed at the start of the log; every
 hyper-parameter not given below is main.py's default.
 
---bn-model swaps PFLlib's FedAvgCNN for the same network with a BatchNorm after both
-convolutions and the hidden FC layer (conv -> BN -> ReLU -> pool; FC -> BN -> ReLU), pfl's
-fedavgcnn-bn: PFLlib's FMNIST CNN has no BatchNorm, so its FedBN (which keeps parameters
-whose name contains 'bn' local) would be FedAvg. The BatchNorm modules are named bn.
+--digit5 runs PFLlib's own BatchNorm network, Digit5CNN (flcore/trainmodel/models.py: the
+FedBN paper's digit CNN, three 5×5 convolutions and two hidden FC layers, each followed by a
+BatchNorm named bn1..bn5), which main.py builds for `-m CNN` when the dataset's name contains
+"Digit5" and not "MNIST"; it reads 3×32×32 images (pfllib-data.py --pad-to 32 --channels 3)
+into a dataset folder named so. PFLlib's FedAvgCNN for Fashion-MNIST has no BatchNorm, so its
+FedBN (which keeps every parameter whose name contains 'bn' local) would be FedAvg there.
+Nothing of the network is replaced: main.py picks it by the folder's name.
 
 The JSON: {"algorithm", "seed", "evals": [{"round", "kind", "acc", "std"}], "cmd", "seconds"}
 where acc is PFLlib's "Averaged Test Accuracy" (correct / test samples over all clients)
@@ -38,37 +41,6 @@ ALGOS = {  # pfl's name -> PFLlib's -algo and the flags that match configs/sbs-p
     "fedrod": ("FedROD", []),
     "fedbn": ("FedBN", []),
 }
-
-
-def bn_model():
-    """FedAvgCNN with BatchNorm, shaped and named as PFLlib's FedAvgCNN otherwise."""
-    import torch
-    from torch import nn
-
-    class FedAvgCNNBN(nn.Module):
-        def __init__(self, in_features=1, num_classes=10, dim=1024):
-            super().__init__()
-            self.conv1 = nn.Sequential()
-            self.conv1.add_module("conv", nn.Conv2d(in_features, 32, kernel_size=5))
-            self.conv1.add_module("bn", nn.BatchNorm2d(32))
-            self.conv1.add_module("relu", nn.ReLU(inplace=True))
-            self.conv1.add_module("pool", nn.MaxPool2d(kernel_size=(2, 2)))
-            self.conv2 = nn.Sequential()
-            self.conv2.add_module("conv", nn.Conv2d(32, 64, kernel_size=5))
-            self.conv2.add_module("bn", nn.BatchNorm2d(64))
-            self.conv2.add_module("relu", nn.ReLU(inplace=True))
-            self.conv2.add_module("pool", nn.MaxPool2d(kernel_size=(2, 2)))
-            self.fc1 = nn.Sequential()
-            self.fc1.add_module("linear", nn.Linear(dim, 512))
-            self.fc1.add_module("bn", nn.BatchNorm1d(512))
-            self.fc1.add_module("relu", nn.ReLU(inplace=True))
-            self.fc = nn.Linear(512, num_classes)
-
-        def forward(self, x):
-            out = self.conv2(self.conv1(x))
-            return self.fc(self.fc1(torch.flatten(out, 1)))
-
-    return FedAvgCNNBN
 
 
 def stub_missing():
@@ -166,16 +138,17 @@ def main():
     ap.add_argument("--work", required=True, help="scratch folder for PFLlib's outputs")
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--seed", type=int, default=0, help="recorded only: PFLlib seeds torch with 0 itself")
+    ap.add_argument("--seed", type=int, default=0, help="the partition's seed, recorded only (see --torch-seed)")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--eval-gap", type=int, default=5)
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
-    ap.add_argument("--bn-model", action="store_true", help="FedAvgCNN with BatchNorm (for FedBN)")
+    ap.add_argument("--digit5", action="store_true",
+                    help="PFLlib's Digit5CNN (BatchNorm; for FedBN): --data a 3×32×32 folder whose name contains Digit5")
     ap.add_argument("--pfedme-theta", action="store_true", help="pFedMe: evaluate each client's θ (a diagnostic)")
     ap.add_argument("--torch-seed", type=int,
-                    help="a diagnostic: seed torch with this where PFLlib seeds it with 0 (main.py and every client), "
-                         "to vary PFLlib's training randomness on one partition")
+                    help="seed torch with this where PFLlib seeds it with 0 (main.py and every client), so that "
+                         "PFLlib's training randomness varies as pfl's seed does (pfllib-run.sh passes the pair's seed)")
     ap.add_argument("--reparse", action="store_true", help="only read the log beside --out again and rewrite --out")
     a = ap.parse_args()
     log_path = os.path.splitext(a.out)[0] + ".log"
@@ -193,7 +166,9 @@ def main():
         if not os.path.exists(os.path.join(data, f)):
             sys.exit(f"pfllib-run: --data {a.data}: no {f} (write it with pfllib-data.py)")
     name = os.path.basename(data.rstrip("/"))
-    if "MNIST" not in name:
+    if a.digit5 and ("Digit5" not in name or "MNIST" in name):
+        sys.exit(f"pfllib-run: --data {a.data}: PFLlib builds Digit5CNN only for a dataset name containing Digit5 and not MNIST")
+    if not a.digit5 and "MNIST" not in name:
         sys.exit(f"pfllib-run: --data {a.data}: PFLlib picks FedAvgCNN's MNIST shape only for a dataset name containing MNIST")
 
     work = os.path.abspath(a.work)
@@ -209,9 +184,6 @@ def main():
     sys.path.insert(0, os.path.dirname(main_py))
     import torch
     torch.set_num_threads(a.threads)
-    if a.bn_model:
-        import flcore.trainmodel.models as models
-        models.FedAvgCNN = bn_model()  # main.py's `from ... import *` picks it up
     if a.pfedme_theta:
         if a.algo != "pfedme":
             sys.exit("pfllib-run: --pfedme-theta is for --algo pfedme")
@@ -245,7 +217,7 @@ def write(a, algo, cmd, log, seconds, log_path):
     evals = parse(log)
     if not evals:
         sys.exit(f"pfllib-run: {log_path}: PFLlib printed no evaluation")
-    res = {"algorithm": a.algo, "pfllib_algorithm": algo, "seed": a.seed, "device": a.device, "bn_model": a.bn_model,
+    res = {"algorithm": a.algo, "pfllib_algorithm": algo, "seed": a.seed, "device": a.device, "digit5": a.digit5,
            "pfedme_theta": a.pfedme_theta, "torch_seed": a.torch_seed,
            "cmd": cmd, "seconds": seconds, "evals": evals}
     with open(a.out, "w") as f:

@@ -20,10 +20,14 @@
 #               side's results, if any, stay in --out and are tabulated)
 #   --pfedme-theta  also run PFLlib's pFedMe evaluating each client's θ (a diagnostic:
 #               PFLlib's own pFedMe evaluation reads the global model; docs/fidelity.md)
+#   --pfedme-theta-only  run PFLlib's pFedMe evaluating θ only (not its global evaluation)
+#   --fixed-torch-seed  leave PFLlib's torch seed at its own 0 in every run; by default each
+#               seed S also seeds PFLlib's torch with S (pfllib-run.py --torch-seed S), so that
+#               a pair varies both sides' training randomness with the partition
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-side=both theta="" checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
+side=both theta="" plain=1 tseed=1 checkout="" device=cpu seeds="1 2" out=runs/sbs-pfllib jobs=2 threads=1 niceness=10
 # the costliest first, so that the last jobs are short ones
 algos="pfedme fedbabu ditto apfl fedrep fedrod perfedavg fedavg fedper fedbn"
 config=configs/sbs-pfllib-fmnist.yaml
@@ -39,7 +43,9 @@ while [ $# -gt 0 ]; do
     --nice) niceness="$2"; shift 2 ;;
     --side) side="$2"; shift 2 ;;
     --pfedme-theta) theta=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --pfedme-theta-only) theta=1; plain=""; shift ;;
+    --fixed-torch-seed) tseed=""; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "pfllib-run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,14 +83,28 @@ for s in $seeds; do
   part="$out/partition-s$s" data="$out/data-s$s/FMNIST-pfl"
   bin/pfl partition -c "$config" --set "seed=$s" -out "$part"
   "$py" scripts/sbs/pfllib-data.py --export "$part" --out "$data"
+  # FedBN's network, PFLlib's Digit5CNN, reads 3×32×32 images from a folder named Digit5…
+  data32="$out/data-s$s/Digit5-fashion-pfl"
+  if [[ " $algos " == *" fedbn "* ]] && [ "$side" != pfl ]; then
+    "$py" scripts/sbs/pfllib-data.py --export "$part" --out "$data32" --pad-to 32 --channels 3
+  fi
   for a in $algos; do
     [ "$side" = pfllib ] || printf '%s\n' "nice -n $niceness bin/pfl train -c $config --set seed=$s --set suite=[] $(pfl_sets "$a") --set name=sbs-pfllib-fmnist-s$s-$a --set out=$out/pfl --set device=$device --set train.workers=1 >$out/pfl-s$s-$a.log 2>&1" >>"$jobfile"
     [ "$side" = pfl ] && continue
-    bn=""
-    [ "$a" = fedbn ] && bn="--bn-model"
-    printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py --checkout $checkout --data $data --algo $a --seed $s --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients --work $out/pfllib-work-s$s-$a --out $out/pfllib/s$s/$a.json $bn" >>"$jobfile"
+    ts=""
+    [ -z "$tseed" ] || ts="--torch-seed $s"
+    common="--checkout $checkout --seed $s $ts --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients"
+    if [ "$a" = fedbn ]; then
+      # PFLlib's own BatchNorm network for FedBN: its Digit5CNN, on the same images padded
+      # to 32×32×3 (pfllib-run.py --digit5)
+      printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py $common --data $data32 --digit5 --algo $a --work $out/pfllib-work-s$s-$a --out $out/pfllib/s$s/$a.json" >>"$jobfile"
+      continue
+    fi
+    if [ "$a" != pfedme ] || [ -n "$plain" ]; then
+      printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py $common --data $data --algo $a --work $out/pfllib-work-s$s-$a --out $out/pfllib/s$s/$a.json" >>"$jobfile"
+    fi
     if [ "$a" = pfedme ] && [ -n "$theta" ]; then
-      printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py --checkout $checkout --data $data --algo $a --seed $s --device $device --threads $threads --rounds $rounds --eval-gap $gap --clients $clients --work $out/pfllib-work-s$s-$a-theta --out $out/pfllib/s$s/$a-theta.json --pfedme-theta" >>"$jobfile"
+      printf '%s\n' "nice -n $niceness $py scripts/sbs/pfllib-run.py $common --data $data --algo $a --work $out/pfllib-work-s$s-$a-theta --out $out/pfllib/s$s/$a-theta.json --pfedme-theta" >>"$jobfile"
     fi
   done
 done

@@ -16,13 +16,21 @@ round r (0-based) is PFLlib's "Round number" r + 1 (both: after r + 1 rounds of 
          round and the personalized one is taken; FedBABU's PFLlib per-round evaluations are
          before any fine-tuning.
 
-Each cell is the mean over the seeds both sides finished (the seeds column; ± half their
-range with two); Δ is pfl − PFLlib. --per-seed adds each seed's final accuracies.
+Pairs: a seed counts where both sides finished; it is one partition, and (pfllib-run.sh's
+default) PFLlib's torch seed too, so a pair varies both sides' training randomness. Per row
+the table prints both sides' seed means, and through verdict.py the number of pairs, the
+mean of the paired differences pfl − PFLlib (points) with its standard error, the 95 %
+interval and the verdict (agrees: the interval inside ±1.5 points; differs: outside;
+inconclusive: neither, with the pairs that would settle it). The first table compares the
+final numbers, the second the tails (FedBABU's only at the final). --per-seed adds each
+seed's finals and their difference.
 """
 import argparse
 import json
 import os
 import sys
+
+import verdict
 
 ORDER = ["fedavg", "ditto", "apfl", "perfedavg", "pfedme", "fedrep", "fedbabu", "fedper", "fedrod", "fedbn"]
 
@@ -66,16 +74,6 @@ def pfl_final(out, seed, algo, ev):
         return ev.get(json.load(f)["train"]["rounds"])
 
 
-def cell(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None, "—"
-    m = sum(vals) / len(vals)
-    if len(vals) == 1:
-        return m, f"{100 * m:.2f}"
-    return m, f"{100 * m:.2f} ± {50 * (max(vals) - min(vals)):.2f}"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="runs/sbs-pfllib")
@@ -87,50 +85,52 @@ def main():
     a = ap.parse_args()
     seeds = a.seeds.split()
     algos = [x for x in ORDER if x in a.algos.split()] + [x for x in a.algos.split() if x not in ORDER]
-    print(f"| algorithm | seeds | pfl final | PFLlib final | Δ final | pfl tail | PFLlib tail | Δ tail |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows = [(x, x, x) for x in algos]
     if "pfedme" in algos:  # PFLlib's pFedMe evaluating θ (pfllib-run.py --pfedme-theta), where run
         rows.insert(algos.index("pfedme") + 1, ("pfedme", "pfedme-theta", "pfedme (PFLlib evaluating θ)"))
+    window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
+    mean = lambda v: sum(v) / len(v)
+    pairs = {}  # label -> [(seed, pfl final, PFLlib final, pfl tail, PFLlib tail)]
     for algo, file, label in rows:
-        cols = {k: [] for k in ("pf", "lf", "pt", "lt")}
-        n = 0
+        pairs[label] = []
         for s in seeds:
             p = pfl_evals(a.out, s, algo)
             l, tuned = pfllib_evals(a.out, s, algo, file)
             if not p or not l or pfl_final(a.out, s, algo, p) is None or (a.rounds not in l and tuned is None):
-                continue  # a seed counts only where both sides finished (paired means)
-            n += 1
-            window = lambda ev: [ev[r] for r in sorted(ev) if a.rounds - a.tail <= r <= a.rounds]
-            if p:
-                cols["pf"].append(pfl_final(a.out, s, algo, p))
-                w = window(p)
-                cols["pt"].append(sum(w) / len(w) if w else None)
-            if l:
-                cols["lf"].append(tuned if tuned is not None else l.get(a.rounds))
-                w = window(l)
-                cols["lt"].append(sum(w) / len(w) if w else None)
-        (pf, pfs), (lf, lfs), (pt, pts), (lt, lts) = (cell(cols[k]) for k in ("pf", "lf", "pt", "lt"))
-        d = lambda x, y: "—" if x is None or y is None else f"{100 * (x - y):+.2f}"
-        if file != algo and not cols["lf"]:
-            continue
-        print(f"| {label} | {n} | {pfs} | {lfs} | {d(pf, lf)} | {pts} | {lts} | {d(pt, lt)} |")
+                continue  # a seed counts only where both sides finished (paired)
+            pw, lw = window(p), window(l)
+            pairs[label].append((s, pfl_final(a.out, s, algo, p), tuned if tuned is not None else l.get(a.rounds),
+                                 mean(pw) if pw else None, mean(lw) if lw else None))
+    empty = [label for label, ps in pairs.items() if not ps]
+    pairs = {label: ps for label, ps in pairs.items() if ps}
+    for title, i in (("Final", 1), ("Tail", 3)):
+        print(f"\n{title}:\n\n| algorithm | pfl | PFLlib {verdict.HEADER}")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for label, ps in pairs.items():
+            if title == "Tail" and label == "fedbabu":
+                print("| fedbabu | — | — | not compared: PFLlib's per-round evaluations are not fine-tuned, pfl's are | | | |")
+                continue
+            ps = [q for q in ps if q[i] is not None and q[i + 1] is not None]
+            pf = f"{100 * mean([q[i] for q in ps]):.2f}" if ps else "—"
+            lf = f"{100 * mean([q[i + 1] for q in ps]):.2f}" if ps else "—"
+            c = verdict.compare([100 * (q[i] - q[i + 1]) for q in ps])
+            print(f"| {label} | {pf} | {lf} | {verdict.fmt(c)} |")
     if a.per_seed:
-        print("\n| algorithm | " + " | ".join(f"pfl s{x} | PFLlib s{x}" for x in seeds) + " |")
-        print("| --- |" + " --- | --- |" * len(seeds))
-        for algo, file, label in rows:
+        print("\nPer seed, final:\n\n| algorithm | " + " | ".join(f"pfl s{x} | PFLlib s{x} | Δ s{x}" for x in seeds) + " |")
+        print("| --- |" + " --- | --- | --- |" * len(seeds))
+        for label, ps in pairs.items():
+            by = {q[0]: q for q in ps}
             cells = []
             for x in seeds:
-                p = pfl_evals(a.out, x, algo)
-                l, tuned = pfllib_evals(a.out, x, algo, file)
-                pf = pfl_final(a.out, x, algo, p)
-                lf = (tuned if tuned is not None else l.get(a.rounds)) if l else None
-                cells += ["—" if v is None else f"{100 * v:.2f}" for v in (pf, lf)]
-            if file != algo and cells[1::2].count("—") == len(seeds):
-                continue
+                q = by.get(x)
+                cells += ["—"] * 3 if q is None else [f"{100 * q[1]:.2f}", f"{100 * q[2]:.2f}", f"{100 * (q[1] - q[2]):+.2f}"]
             print(f"| {label} | " + " | ".join(cells) + " |")
-    print(f"\nseeds {' '.join(seeds)}; accuracy in % (pooled over clients' test samples), mean ± half the range over seeds; "
-          f"final: after round {a.rounds} (pfl's FedBABU: {a.rounds + 1}, PFLlib's after its extra round); tail: mean of the evaluations after rounds {a.rounds - a.tail} to {a.rounds}")
+    if empty:
+        print(f"\nno pair (a side missing or unfinished for every seed): {', '.join(empty)}")
+    print(f"\nseeds {' '.join(seeds)}; accuracy in % (pooled over clients' test samples), seed means over the pairs; "
+          f"pfl − PFLlib in points, mean of the paired differences (s.e.); final: after round {a.rounds} "
+          f"(pfl's FedBABU: {a.rounds + 1}, PFLlib's after its extra round); tail: mean of the evaluations after rounds "
+          f"{a.rounds - a.tail} to {a.rounds}")
 
 
 if __name__ == "__main__":

@@ -49,4 +49,4 @@ for s in $seeds; do
     --partition "$out/partition-seed$p.json" --out "$out/pfl-seed$s.json" > "$out/pfl-seed$s.log" 2>&1 &
   wait
 done
-$py scripts/sbs/summary.py --runs "$(dirname "$out")"
+$py scripts/sbs/summary.py --runs "$(dirname "$out")" --per-seed
