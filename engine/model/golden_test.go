@@ -152,6 +152,26 @@ func (st *stack) matchForwardBackward() {
 	}
 }
 
+// sameParams checks that pfl's model has exactly the golden model's parameters, by name
+// (timm's names for the ViTs): a parameter pfl lacks, or one it adds, fails here even where
+// its values would not move the outputs.
+func (st *stack) sameParams() {
+	st.t.Helper()
+	want := map[string]bool{}
+	for _, n := range st.g.Names("w/") {
+		want[n] = true
+	}
+	for _, p := range st.m.Params().List {
+		if !want[p.Name] {
+			st.t.Errorf("pfl has %s, the golden model does not", p.Name)
+		}
+		delete(want, p.Name)
+	}
+	for n := range want {
+		st.t.Errorf("the golden model has %s, pfl does not", n)
+	}
+}
+
 func metaInt(t *testing.T, g *golden.File, key string) int64 {
 	v, err := strconv.ParseInt(g.Metadata(key), 10, 64)
 	if err != nil {
@@ -227,11 +247,13 @@ func TestTextTransformerMatchesPyTorch(t *testing.T) {
 	newStack(t, g, spec, 3).matchForwardBackward()
 }
 
-// TestPerfixViTMatchesPyTorch: timm's ViT layout (Conv2d stem, biased fused qkv, LayerNorm
-// eps 1e-6, final norm before the class token's head) with FedPerfix's prefix adapter in
-// its last block only (qkv(x) + 1.5·[0, ΔK, ΔV], ΔK‖ΔV = up(tanh(down(norm1(x))))), in
-// PyTorch and as pfl's vit-s16-perfix preset at a small size, give the same logits, loss
-// and gradients, the adapter's included.
+// TestPerfixViTMatchesPyTorch: timm 0.6.7's own ViT (vit_small_patch16_224's builder at a
+// small size: Conv2d stem, biased fused qkv, LayerNorm eps 1e-6, final norm before the class
+// token's head) with the FedPerfix code's own AdapterAttention in its last block only
+// (qkv(x) + 1.5·[0, ΔK, ΔV], ΔK‖ΔV = up(tanh(down(norm1(x))))), run by
+// scripts/golden/gen.py from their checkouts, and pfl's vit-s16-perfix preset at that size
+// have the same parameters and give the same logits, loss and gradients, the adapter's
+// included.
 func TestPerfixViTMatchesPyTorch(t *testing.T) {
 	g := golden.Open(t, "testdata/golden/perfix_vit.safetensors")
 	n := func(k string) int64 { return metaInt(t, g, k) }
@@ -243,15 +265,19 @@ func TestPerfixViTMatchesPyTorch(t *testing.T) {
 	spec := model.Spec{Preset: "vit-s16-perfix", Image: n("image"), Patch: n("patch"), Channels: n("channels"),
 		Dim: dim, Depth: n("depth"), Heads: heads, HeadDim: dim / heads, MLP: n("mlp"), Classes: n("classes"),
 		Prefix: model.PrefixConfig{Blocks: n("prefix_blocks"), Mid: n("mid"), Scale: scale}}
-	newStack(t, g, spec, 3).matchForwardBackward()
+	st := newStack(t, g, spec, 3)
+	st.sameParams()
+	st.matchForwardBackward()
 }
 
 // TestPerfixVariantsMatchPyTorch: the other prefixes of PrefixConfig, in both blocks of the
-// same small timm-layout ViT, written in PyTorch by scripts/golden/gen.py and built by pfl,
-// give the same logits, loss and gradients: FedPerfix's adapter concatenated as extra keys
-// and values (Eq. 4, 5), the official code's vanilla Linear prefix added to K and V,
-// zero-initialized (Prefix-Z: its gradients are those of a model without the prefix on
-// everything else) and randomly initialized (Prefix-R), and learnable prefix tokens (Eq. 3).
+// same small timm ViT (scripts/golden/gen.py) and built by pfl, have the same parameters and
+// give the same logits, loss and gradients: the FedPerfix code's own vanilla Linear prefix
+// added to K and V (its VanillaPrefix in AdapterAttention), zero-initialized (Prefix-Z: its
+// gradients are those of a model without the prefix on everything else) and randomly
+// initialized (Prefix-R); and the paper's forms the FedPerfix code lacks, written in gen.py
+// around timm's Attention: the code's Adapter concatenated as extra keys and values (Eq. 4,
+// 5) and learnable prefix tokens (Eq. 3).
 func TestPerfixVariantsMatchPyTorch(t *testing.T) {
 	for _, name := range []string{"perfix_concat", "perfix_linear_zero", "perfix_linear_random", "perfix_tokens"} {
 		t.Run(name, func(t *testing.T) {
@@ -267,7 +293,9 @@ func TestPerfixVariantsMatchPyTorch(t *testing.T) {
 				Prefix: model.PrefixConfig{Blocks: n("prefix_blocks"), Mid: n("mid"), Scale: scale,
 					Kind: model.PrefixKind(g.Metadata("kind")), Form: model.PrefixForm(g.Metadata("form")),
 					Init: model.PrefixInit(g.Metadata("init")), Length: n("length")}}
-			newStack(t, g, spec, 3).matchForwardBackward()
+			st := newStack(t, g, spec, 3)
+			st.sameParams()
+			st.matchForwardBackward()
 		})
 	}
 }

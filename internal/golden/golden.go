@@ -5,6 +5,7 @@ package golden
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"pfl/cuda"
@@ -67,6 +68,18 @@ func (g *File) Int64s(name string) []int64 {
 	out := make([]int64, len(v))
 	for i, x := range v {
 		out[i] = int64(x)
+	}
+	return out
+}
+
+// Names are the names of the file's tensors that start with prefix, without it, in the
+// file's order.
+func (g *File) Names(prefix string) []string {
+	var out []string
+	for _, ts := range g.f.Tensors {
+		if strings.HasPrefix(ts.Name, prefix) {
+			out = append(out, strings.TrimPrefix(ts.Name, prefix))
+		}
 	}
 	return out
 }

@@ -1,6 +1,16 @@
 """Writes the golden files pfl's models are tested against, computed by PyTorch.
 
-The PyTorch models here are written from the architectures' descriptions (FedTP's tiny ViT
+The FedPerfix ViTs come from third-party code, imported unmodified from checkouts that
+gen.sh names: timm's own VisionTransformer (huggingface/pytorch-image-models at v0.6.7, the
+timm the FedPerfix code pins, built by timm's vit_small_patch16_224 builder at a small size)
+with the FedPerfix code's own prefix modules (imguangyu/FedPerfix,
+system/flcore/trainmodel/prefix.py: AdapterAttention with its Adapter or VanillaPrefix) put
+in the blocks as its Prefix puts them. Written here, and so not independent of pfl's authors:
+the two prefix forms of the paper that the FedPerfix code does not implement (concatenated
+keys and values, prefix tokens), around timm's Attention; and the weights the goldens use (in
+place of timm's initialization, so that a missing bias or a swapped query and key shows).
+
+The other models here are written from the architectures' descriptions (FedTP's tiny ViT
 in the lucidrains vit-pytorch layout: patch rearrange + Linear, CLS token, learned positions,
 pre-norm blocks with one bias-free to_qkv, GELU feed-forward, mlp_head = LayerNorm -> Linear;
 torchvision's ResNet: Bottleneck v1.5 blocks, checked here against torchvision itself at
@@ -15,7 +25,7 @@ Outputs (safetensors, F64 and I64):
                                                        weights after three SGD steps
   engine/model/testdata/golden/convnet.safetensors    the same for pFedHN's ConvNet (no epoch)
   engine/model/testdata/golden/text_transformer.safetensors  and for the Shakespeare Transformer
-  engine/model/testdata/golden/perfix_vit.safetensors  timm's ViT layout with FedPerfix's K/V
+  engine/model/testdata/golden/perfix_vit.safetensors  timm's ViT with the FedPerfix code's K/V
                                                        prefix adapter in its last block
   engine/model/testdata/golden/perfix_{concat,linear_zero,linear_random,tokens}.safetensors
                                                        the same ViT with the other prefixes: the
@@ -278,105 +288,6 @@ def text_transformer():
                       {k: str(v) for k, v in cfg.items()})
 
 
-class PrefixTokens(nn.Module):
-    """Vanilla prefix-tuning's learnable prefixes (FedPerfix Eq. 3): P_k and P_v [length, dim],
-    U(-1, 1) (pfl's default for them) or zero."""
-
-    def __init__(self, length, dim, init):
-        super().__init__()
-        draw = torch.zeros if init == "zero" else (lambda *shape: torch.empty(*shape).uniform_(-1, 1))
-        self.k, self.v = nn.Parameter(draw(length, dim)), nn.Parameter(draw(length, dim))
-
-
-class PerfixViT(nn.Module):
-    """timm's ViT (vit_small_patch16_224's layout at a small size: Conv2d patch stem, CLS
-    token, learned positions, pre-norm blocks with a biased fused qkv, LayerNorm eps 1e-6,
-    exact GELU, the final norm over every token, then the head on the class token) with
-    FedPerfix's prefix in the last `prefix_blocks` blocks. kind "adapter": an adapter
-    up(tanh(down(norm1(x)))) of width 2*dim; "linear": one Linear(dim, 2*dim) (the official
-    code's vanilla prefix; init "zero" zeroes its weight and bias); "tokens": learnable P_k,
-    P_v of `length` rows. form "add": the adapter's or linear's halves are added, times
-    `scale`, to K and V (qkv = qkv(x) + s*[0, dK, dV]), the official code's additive form;
-    "concat": s*P_k and s*P_v are concatenated before K and V along the sequence, extra keys
-    and values (Eq. 3, 5)."""
-
-    def __init__(self, image, patch, channels, dim, depth, heads, mlp, classes, prefix_blocks, mid, scale,
-                 kind="adapter", form="add", init="default", length=0):
-        super().__init__()
-        self.heads, self.scale, self.depth, self.prefix_blocks = heads, scale, depth, prefix_blocks
-        self.form = form
-        self.stem = nn.Conv2d(channels, dim, patch, stride=patch)
-        n = (image // patch) ** 2
-        self.cls_token = nn.Parameter(0.1 * torch.randn(1, 1, dim))
-        self.pos_embed = nn.Parameter(0.1 * torch.randn(1, n + 1, dim))
-        self.blocks = nn.ModuleList()
-        for i in range(depth):
-            b = nn.ModuleDict({"norm1": nn.LayerNorm(dim, eps=1e-6), "qkv": nn.Linear(dim, 3 * dim),
-                               "proj": nn.Linear(dim, dim), "norm2": nn.LayerNorm(dim, eps=1e-6),
-                               "fc1": nn.Linear(dim, mlp), "fc2": nn.Linear(mlp, dim)})
-            if i >= depth - prefix_blocks and kind == "adapter":
-                b["down"], b["up"] = nn.Linear(dim, mid), nn.Linear(mid, 2 * dim)
-            elif i >= depth - prefix_blocks and kind == "linear":
-                b["kv"] = nn.Linear(dim, 2 * dim)
-                if init == "zero":
-                    nn.init.zeros_(b["kv"].weight)
-                    nn.init.zeros_(b["kv"].bias)
-            elif i >= depth - prefix_blocks and kind == "tokens":
-                b["tokens"] = PrefixTokens(length, dim, init)
-            self.blocks.append(b)
-        self.norm = nn.LayerNorm(dim, eps=1e-6)
-        self.head = nn.Linear(dim, classes)
-
-    def attention(self, b, x):
-        bsz, n, c = x.shape
-        qkv = b["qkv"](x)
-        pk = pv = None
-        if "down" in b or "kv" in b:
-            kv = b["up"](torch.tanh(b["down"](x))) if "down" in b else b["kv"](x)
-            if self.form == "add":
-                qkv = qkv + self.scale * torch.cat([torch.zeros_like(x), kv], dim=-1)
-            else:
-                pk, pv = (self.scale * kv).chunk(2, dim=-1)
-        elif "tokens" in b:
-            pk, pv = (self.scale * p.expand(bsz, -1, -1) for p in (b["tokens"].k, b["tokens"].v))
-        q, k, v = qkv.reshape(bsz, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
-        if pk is not None:  # [B, L, C] -> [B, heads, L, C/heads], before the keys and values
-            split = lambda z: z.reshape(bsz, z.shape[1], self.heads, c // self.heads).transpose(1, 2)
-            k, v = torch.cat([split(pk), k], dim=2), torch.cat([split(pv), v], dim=2)
-        attn = torch.softmax(q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5, dim=-1)
-        return b["proj"]((attn @ v).transpose(1, 2).reshape(bsz, n, c))
-
-    def forward(self, img):
-        x = self.stem(img).flatten(2).transpose(1, 2)
-        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
-        for b in self.blocks:
-            x = x + self.attention(b, b["norm1"](x))
-            x = x + b["fc2"](torch.nn.functional.gelu(b["fc1"](b["norm2"](x))))
-        return self.head(self.norm(x)[:, 0])
-
-    def pfl_params(self):
-        out = {"patch_embed.proj.weight": self.stem.weight, "patch_embed.proj.bias": self.stem.bias,
-               "cls_token": self.cls_token, "pos_embed": self.pos_embed}
-        for i, b in enumerate(self.blocks):
-            p = f"blocks.{i}."
-            out.update({p + "norm1.weight": b["norm1"].weight, p + "norm1.bias": b["norm1"].bias,
-                        p + "attn.qkv.weight": b["qkv"].weight, p + "attn.qkv.bias": b["qkv"].bias,
-                        p + "attn.proj.weight": b["proj"].weight, p + "attn.proj.bias": b["proj"].bias,
-                        p + "norm2.weight": b["norm2"].weight, p + "norm2.bias": b["norm2"].bias,
-                        p + "mlp.fc1.weight": b["fc1"].weight, p + "mlp.fc1.bias": b["fc1"].bias,
-                        p + "mlp.fc2.weight": b["fc2"].weight, p + "mlp.fc2.bias": b["fc2"].bias})
-            if "down" in b:
-                out.update({p + "attn.adapter.down.weight": b["down"].weight, p + "attn.adapter.down.bias": b["down"].bias,
-                            p + "attn.adapter.up.weight": b["up"].weight, p + "attn.adapter.up.bias": b["up"].bias})
-            if "kv" in b:
-                out.update({p + "attn.adapter.kv.weight": b["kv"].weight, p + "attn.adapter.kv.bias": b["kv"].bias})
-            if "tokens" in b:
-                out.update({p + "attn.prefix_k": b["tokens"].k, p + "attn.prefix_v": b["tokens"].v})
-        out.update({"norm.weight": self.norm.weight, "norm.bias": self.norm.bias,
-                    "head.weight": self.head.weight, "head.bias": self.head.bias})
-        return out
-
-
 def perturb_norms(params):
     """LayerNorm affines away from 1 and 0, so that a swapped or missing affine is seen."""
     with torch.no_grad():
@@ -387,8 +298,9 @@ def perturb_norms(params):
 
 def forward_backward(m, x, y, classes):
     """The golden record of one batch: weights, inputs, logits, mean cross-entropy and the
-    gradient of every parameter."""
-    params = m.pfl_params()
+    gradient of every parameter (under pfl's names: the model's pfl_params, or for timm's ViT
+    its own parameter names, which are pfl's)."""
+    params = m.pfl_params() if hasattr(m, "pfl_params") else dict(m.named_parameters())
     out = {"w/" + k: v.detach().clone() for k, v in params.items()}
     logits = m(x)
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, classes), y.reshape(-1))
@@ -398,15 +310,135 @@ def forward_backward(m, x, y, classes):
     return out
 
 
+# timm's ViT and FedPerfix's prefixes come from their own code: gen.sh passes checkouts of
+# huggingface/pytorch-image-models at TIMM_COMMIT (tag v0.6.7, the timm the FedPerfix code pins
+# in its requirements.txt) and of imguangyu/FedPerfix at FEDPERFIX_COMMIT, imported as they
+# are. Only the prefixes of the paper that the FedPerfix code does not implement (the
+# concatenated form, Eq. 5, and prefix tokens, Eq. 3) are written here, around timm's Attention.
+TIMM_REPO, TIMM_COMMIT, TIMM_VERSION = "huggingface/pytorch-image-models", "7cd4204a289cd0dddad925c076cdb96ae9670e87", "0.6.7"
+FEDPERFIX_REPO, FEDPERFIX_COMMIT = "imguangyu/FedPerfix", "5acbd0c58c43b4b4a06bff51d1f61670917b8a0e"
+REFS = {}  # "vit": timm.models.vision_transformer, "prefix": FedPerfix's flcore.trainmodel.prefix
+
+
+def git_head(path):
+    import subprocess
+    try:
+        return subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def import_references(timm_dir, fedperfix_dir):
+    """Imports timm's vision_transformer and the FedPerfix code's prefix module from the
+    checkouts (never writing into them); exits unless they are the pinned commits."""
+    for path, repo, commit in ((timm_dir, TIMM_REPO, TIMM_COMMIT), (fedperfix_dir, FEDPERFIX_REPO, FEDPERFIX_COMMIT)):
+        head = git_head(path) if path else None
+        if head != commit:
+            sys.exit(f"gen.py: {path or '(none given)'} is at {head or 'no git commit'}, not {repo} at {commit} "
+                     "(see scripts/golden/gen.sh)")
+    sys.dont_write_bytecode = True
+    sys.path[:0] = [os.path.abspath(timm_dir), os.path.join(os.path.abspath(fedperfix_dir), "system")]
+    import timm
+    from timm.models import vision_transformer
+    from flcore.trainmodel import prefix  # imports timm.models.vision_transformer itself
+    if timm.__version__ != TIMM_VERSION or not timm.__file__.startswith(os.path.abspath(timm_dir)):
+        sys.exit(f"gen.py: imported timm {timm.__version__} from {timm.__file__}, want {TIMM_VERSION} from {timm_dir}")
+    REFS.update(vit=vision_transformer, prefix=prefix)
+    print(f"timm {timm.__version__} ({TIMM_COMMIT}), FedPerfix {FEDPERFIX_COMMIT}", file=sys.stderr)
+
+
+class ConcatPrefixAttention(nn.Module):
+    """FedPerfix's paper forms that its code lacks, built around timm's Attention as the code's
+    AdapterAttention is (its qkv, num_heads, scale, attn_drop, proj, proj_drop): s·P_k and s·P_v
+    concatenated before the keys and values along the sequence. P comes from the FedPerfix
+    code's own Adapter (the K/V part of its output: up(tanh(down(x))), Eq. 5) or from learnable
+    tokens prefix_k, prefix_v [length, dim] drawn U(-1, 1), pfl's default for them (Eq. 3)."""
+
+    def __init__(self, base, dim, scale, mid=0, length=0):
+        super().__init__()
+        for name in ("qkv", "num_heads", "scale", "attn_drop", "proj", "proj_drop"):
+            setattr(self, name, getattr(base, name))
+        self.dim, self.p_scale = dim, scale
+        if mid:
+            self.adapter = REFS["prefix"].Adapter(dim, mid_dim=mid)
+        else:
+            self.prefix_k = nn.Parameter(torch.empty(length, dim).uniform_(-1, 1))
+            self.prefix_v = nn.Parameter(torch.empty(length, dim).uniform_(-1, 1))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        if hasattr(self, "adapter"):
+            pk, pv = (self.p_scale * self.adapter(x)[..., self.dim:]).chunk(2, dim=-1)  # the Adapter's [0, ΔK, ΔV]
+        else:
+            pk, pv = (self.p_scale * p.expand(b, -1, -1) for p in (self.prefix_k, self.prefix_v))
+        split = lambda z: z.reshape(b, z.shape[1], self.num_heads, c // self.num_heads).transpose(1, 2)
+        k, v = torch.cat([split(pk), k], dim=2), torch.cat([split(pv), v], dim=2)
+        attn = self.attn_drop(((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1))
+        return self.proj_drop(self.proj((attn @ v).transpose(1, 2).reshape(b, n, c)))
+
+
+def perfix_model(image, patch, channels, dim, depth, heads, mlp, classes, prefix_blocks, mid, scale,
+                 kind="adapter", form="add", init="default", length=0):
+    """timm's vit_small_patch16_224, built by timm's own builder at a small size, with a prefix
+    in its last `prefix_blocks` blocks, where FedPerfix's Prefix puts it (prefix_depth). kind
+    "adapter" form "add": the FedPerfix code's AdapterAttention with its Adapter (qkv(x) +
+    s·[0, up(tanh(down(x)))]); kind "linear": AdapterAttention with its VanillaPrefix, one
+    Linear(dim, 2·dim), zero-initialized for init "zero" (--vanilla zero) or PyTorch's default
+    (--vanilla random); form "concat" and kind "tokens": ConcatPrefixAttention. Then weights
+    that make a sharp test (golden_weights)."""
+    m = REFS["vit"]._create_vision_transformer(
+        "vit_small_patch16_224", pretrained=False, img_size=image, patch_size=patch, in_chans=channels, embed_dim=dim,
+        depth=depth, num_heads=heads, mlp_ratio=mlp / dim, num_classes=classes)
+    assert m.blocks[0].mlp.fc1.out_features == mlp and m.blocks[0].attn.qkv.bias is not None
+    keep = []
+    for i, blk in enumerate(m.blocks):
+        if depth - i > prefix_blocks:
+            continue
+        if kind == "tokens":
+            blk.attn = ConcatPrefixAttention(blk.attn, dim, scale, length=length)
+        elif form == "concat":
+            blk.attn = ConcatPrefixAttention(blk.attn, dim, scale, mid=mid)
+        else:
+            vanilla = "-" if kind == "adapter" else ("zero" if init == "zero" else "random")
+            blk.attn = REFS["prefix"].AdapterAttention(blk.attn, dim, mid_dim=mid, p_scale=scale, vanilla=vanilla)
+            if vanilla == "zero":
+                keep.append(blk.attn.adapter.kv)
+    golden_weights(m, keep)
+    return m
+
+
+def golden_weights(m, keep):
+    """Weights that make a sharp test, in place of timm's initialization (which zeroes every
+    bias, draws the class token at 1e-6 and every weight at 0.02: a missing bias or a swapped
+    query and key would hardly move the outputs): every Linear and the patch Conv2d redrawn
+    by PyTorch's default (weights and biases U(±1/√fan_in)), the class token and positions
+    N(0, 0.1²), LayerNorm affines moved by N(0, 0.1²). Modules in keep (the zero-initialized
+    vanilla prefix) stay as built; prefix tokens keep their U(-1, 1)."""
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, (nn.Linear, nn.Conv2d)) and not any(mod is k for k in keep):
+                mod.reset_parameters()
+        m.cls_token.copy_(0.1 * torch.randn_like(m.cls_token))
+        m.pos_embed.copy_(0.1 * torch.randn_like(m.pos_embed))
+    perturb_norms(dict(m.named_parameters()))
+
+
+def reference_meta(cfg):
+    meta = {k: str(v) for k, v in cfg.items()}
+    meta.update(timm=f"{TIMM_REPO}@{TIMM_COMMIT}", fedperfix=f"{FEDPERFIX_REPO}@{FEDPERFIX_COMMIT}")
+    return meta
+
+
 def perfix_vit():
     torch.manual_seed(5)
     cfg = dict(image=8, patch=4, channels=3, dim=16, depth=2, heads=2, mlp=32, classes=3,
                prefix_blocks=1, mid=6, scale=1.5)
-    m = PerfixViT(**cfg)
-    perturb_norms(m.pfl_params())
+    m = perfix_model(**cfg)
     out = forward_backward(m, torch.randn(5, 3, 8, 8), torch.tensor([2, 0, 1, 1, 2]), cfg["classes"])
     write_safetensors(os.path.join(ROOT, "engine/model/testdata/golden/perfix_vit.safetensors"), out,
-                      {k: str(v) for k, v in cfg.items()})
+                      reference_meta(cfg))
 
 
 def perfix_variant(name, seed, **prefix):
@@ -416,11 +448,10 @@ def perfix_variant(name, seed, **prefix):
     cfg = dict(image=8, patch=4, channels=3, dim=16, depth=2, heads=2, mlp=32, classes=3,
                prefix_blocks=2, mid=0, scale=1.5, kind="adapter", form="add", init="default", length=0)
     cfg.update(prefix)
-    m = PerfixViT(**cfg)
-    perturb_norms(m.pfl_params())
+    m = perfix_model(**cfg)
     out = forward_backward(m, torch.randn(5, 3, 8, 8), torch.tensor([1, 2, 0, 2, 1]), cfg["classes"])
     write_safetensors(os.path.join(ROOT, f"engine/model/testdata/golden/{name}.safetensors"), out,
-                      {k: str(v) for k, v in cfg.items()})
+                      reference_meta(cfg))
 
 
 def perfix_variants():
@@ -705,7 +736,13 @@ def hypernetwork():
 
 
 if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--timm", required=True, help=f"a {TIMM_REPO} checkout at {TIMM_COMMIT}")
+    ap.add_argument("--fedperfix", required=True, help=f"an {FEDPERFIX_REPO} checkout at {FEDPERFIX_COMMIT}")
+    a = ap.parse_args()
     print("torch", torch.__version__, file=sys.stderr)
+    import_references(a.timm, a.fedperfix)
     tiny_vit()
     convnet()
     text_transformer()

@@ -11,13 +11,17 @@ module, imported by every server, sets it again: the client process is forked fr
 server, inherits the list, and its own server (the DataLoaders') preloads the same modules.
 
 MODULES are what system/main.py imports, directly or through flcore (torch, torchvision,
-sklearn, h5py, ujson, and the stand-ins timm and wandb). Preloading only moves imports into the
-server: no module here draws random numbers at import that the code's set_random_seed()
-(which the client process calls first) would not reset; the smoke check of docs/fidelity.md
-compares a forkserver run with a spawn run bit for bit. A module missing from the list is
-imported by each process as under spawn (slower, the same results).
+sklearn, h5py, ujson, timm from the pinned checkout on PYTHONPATH, and the stand-ins wandb,
+opacus and calmsize). Preloading only moves imports into the server: no module here draws
+random numbers at import that the code's set_random_seed() (which the client process calls
+first) would not reset; the smoke check of docs/fidelity.md compared a forkserver run with a
+spawn run bit for bit. A module missing from the list is imported by each process as under
+spawn (slower, the same results). fedperfix_seed, imported first, carries --train-seed into
+every process forked from the server.
 """
 import multiprocessing
+
+import fedperfix_seed  # noqa: F401  (--train-seed: installs itself in every forkserver)
 
 MODULES = ["numpy", "torch", "torchvision", "sklearn.preprocessing", "sklearn.metrics", "h5py", "ujson",
            "timm", "wandb", "calmsize", "opacus",
@@ -26,4 +30,4 @@ MODULES = ["numpy", "torch", "torchvision", "sklearn.preprocessing", "sklearn.me
            "flcore.trainmodel.prefix", "flcore.trainmodel.partial", "flcore.trainmodel.adapter",
            "utils.custom_multiprocess", "utils.result_utils", "utils.mem_utils"]
 
-multiprocessing.set_forkserver_preload(["__main__", __name__] + MODULES)
+multiprocessing.set_forkserver_preload(["__main__", __name__, "fedperfix_seed"] + MODULES)
