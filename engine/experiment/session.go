@@ -14,6 +14,7 @@ import (
 type Session struct {
 	se  *session
 	dev cuda.Device
+	cfg Config
 }
 
 // Open validates cfg and prepares it (nothing is written).
@@ -27,7 +28,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	dev, _ := cuda.ParseDevice(cfg.Device) // prepare has parsed it
-	return &Session{se: se, dev: dev}, nil
+	return &Session{se: se, dev: dev, cfg: cfg}, nil
 }
 
 // Memory is what `pfl train` prints about memory before the first round: the floor
@@ -52,6 +53,13 @@ func (s *Session) Warnings() []string {
 
 // Run is the session's federated run: Round, Evaluate, GraphStatus.
 func (s *Session) Run() *fl.Run { return s.se.run }
+
+// Checkpoint saves the run's state and history into dir (checkpoint.safetensors, written
+// atomically) as `pfl train` saves them every train.checkpoint_every rounds, recording
+// wall as the seconds its rounds took; `pfl bench` times it.
+func (s *Session) Checkpoint(dir string, wall float64) error {
+	return checkpoint(dir, s.cfg, s.se.run, wall)
+}
 
 // Close frees the run and the data.
 func (s *Session) Close() { s.se.close() }
