@@ -1,13 +1,15 @@
 """Times FedTP's official main.py on this machine (bench/gpu.sh's official step).
 
-usage: python3 bench/fedtp-official.py --checkout DIR [--data DIR] --work DIR -- MAIN_ARGS...
+usage: python3 bench/fedtp-official.py --checkout DIR [--data DIR [--trust-files]] --work DIR -- MAIN_ARGS...
 
 --checkout is a checkout of FedTP's official code (not part of pfl). --data is a folder
 holding the official CIFAR-100 (cifar-100-python/); left empty, synthetic CIFAR-100-shaped
 data (177 MB) is written to $TMPDIR/pfl-fedtp-official-data once instead, outside --work so
 that it stays out of the packed logs: random 3x32x32 images of 100 classes, 50,000 for
 training and 10,000 for testing, the shape of pfl bench's synthetic data. Random files
-cannot match CIFAR-100's checksums, so torchvision's checksum check is turned off then.
+cannot match CIFAR-100's checksums, so torchvision's checksum check is turned off then;
+--trust-files turns it off for a --data folder too (Fashion-MNIST repacked in CIFAR-10's
+layout by scripts/sbs/repack_fmnist.py, which scripts/sbs/speed.sh gives both sides).
 Times on synthetic data compare like with like (both sides train the same shapes); the
 accuracies mean nothing. main.py runs in the checkout's folder with MAIN_ARGS (its
 --datadir and --modeldir are added here); the wall time includes its data loading.
@@ -58,6 +60,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--checkout", required=True)
     p.add_argument("--data", default="")
+    p.add_argument("--trust-files", action="store_true", help="skip torchvision's checksum check of --data's files")
     p.add_argument("--work", required=True)
     p.add_argument("main_args", nargs=argparse.REMAINDER)
     a = p.parse_args()
@@ -66,6 +69,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     if a.data:
         data = os.path.abspath(a.data)
+        if a.trust_files:
+            trust_files()
     else:
         data = os.path.join(tempfile.gettempdir(), "pfl-fedtp-official-data")
         if not os.path.exists(os.path.join(data, "cifar-100-python", "meta")):

@@ -74,24 +74,32 @@ func TestEvaluationsAndProject(t *testing.T) {
 	}
 }
 
-// TestMeasured checks the rates and the projection a report derives from timed rounds.
+// TestMeasured checks the rates, the time split and the projection a report derives from
+// timed rounds: the split's parts add up to the round, what no phase claims included.
 func TestMeasured(t *testing.T) {
-	w := Workload{Name: "w", Clients: 20, PerRound: 2, Rounds: 100, EvalEvery: 10}
+	w := Workload{Name: "w", Clients: 20, PerRound: 2, Rounds: 100, EvalEvery: 10, CheckpointEvery: 25}
 	r := newReport(w, cuda.CPU, 1e9, 5)
 	r.PeakFP32 = 10
-	round := fl.RoundMetrics{Samples: 1000, Time: fl.Timing{Data: time.Second / 2, Train: 2 * time.Second, Aggregate: time.Second / 2}}
-	r.measured([]fl.RoundMetrics{round, round}, []time.Duration{3500 * time.Millisecond, 3500 * time.Millisecond}, 4*time.Second, 500)
+	ms := time.Millisecond
+	round := fl.RoundMetrics{Samples: 1000, Time: fl.Timing{Data: 500 * ms, Train: 2100 * ms, Generate: 100 * ms, Aggregate: 500 * ms}}
+	r.measured([]fl.RoundMetrics{round, round}, []time.Duration{3700 * ms, 3700 * ms}, []time.Duration{800 * ms, 1200 * ms}, 4*time.Second, 500)
 	cases := []struct {
 		name      string
 		got, want float64
 	}{
-		{"samples/s", r.SamplesPerSec, 2000.0 / 4},           // training time only
+		{"samples/s", r.SamplesPerSec, 2000.0 / 4},           // local training time only
 		{"train TFLOP/s", r.TrainTFLOPS, 6e9 * 500 / 1e12},   // 6·MACs per sample
 		{"eval TFLOP/s", r.EvalTFLOPS, 2e9 * 500 / 4 / 1e12}, // 2·MACs per sample
 		{"MFU", r.MFU, 0.3},
-		{"round", r.RoundS, 3.5},
+		{"round", r.RoundS, 3.7},
 		{"data", r.DataS, 0.5},
-		{"projected", r.ProjectedS, 100*3.5 + 10*4},
+		{"train", r.TrainS, 2},           // Train less the generation
+		{"server", r.ServerS, 0.6},       // generation and aggregation
+		{"other", r.OtherS, 3.7 - 3.1},   // what no phase claims
+		{"checkpoint", r.CheckpointS, 1}, // mean of the timed saves
+		{"saves", float64(r.Saves), 4},   // rounds 25, 50, 75, 100
+		{"projected", r.ProjectedS, 100*3.7 + 10*4 + 4*1},
+		{"per round", r.PerRoundS, 3.7 + (10*4+4*1)/100.0},
 		{"floor", r.FloorS, r.TotalFLOPs / 10e12},
 	}
 	for _, c := range cases {
@@ -101,6 +109,32 @@ func TestMeasured(t *testing.T) {
 	}
 	if r.MFUBF16 != 0 || r.PeakMemory != -1 || r.Size != "full" {
 		t.Errorf("bf16 MFU %g, peak memory %d, size %q: want 0, -1 (not measured) and full", r.MFUBF16, r.PeakMemory, r.Size)
+	}
+	w.CheckpointEvery = 0 // pfl train's default
+	if got, want := newReport(w, cuda.CPU, 1, 1).Saves, Evaluations(100, defaultCheckpointEvery); got != want {
+		t.Errorf("saves with the default cadence = %d, want %d", got, want)
+	}
+}
+
+// checkSplit checks a measured report's invariant: data + train + server + other is the
+// round, with other (what no phase claims) never negative and every part a time.
+func checkSplit(t *testing.T, r *Report) {
+	t.Helper()
+	parts := map[string]float64{"data": r.DataS, "train": r.TrainS, "generate": r.GenerateS, "aggregate": r.AggregateS,
+		"other": r.OtherS, "eval": r.EvalS, "checkpoint": r.CheckpointS}
+	for name, v := range parts {
+		if v < 0 || math.IsNaN(v) {
+			t.Errorf("%s = %g s, want a time >= 0", name, v)
+		}
+	}
+	if sum := r.DataS + r.TrainS + r.ServerS + r.OtherS; math.Abs(sum-r.RoundS) > 1e-9*r.RoundS {
+		t.Errorf("data %g + train %g + server %g + other %g = %g s, want the round's %g s", r.DataS, r.TrainS, r.ServerS, r.OtherS, sum, r.RoundS)
+	}
+	if math.Abs(r.ServerS-r.GenerateS-r.AggregateS) > 1e-12 {
+		t.Errorf("server %g s is not generate %g + aggregate %g", r.ServerS, r.GenerateS, r.AggregateS)
+	}
+	if r.TrainS <= 0 || r.CheckpointS <= 0 || r.EvalS <= 0 {
+		t.Errorf("train %g, checkpoint %g, eval %g s: want each measured (> 0)", r.TrainS, r.CheckpointS, r.EvalS)
 	}
 }
 
@@ -155,6 +189,7 @@ func TestInvalid(t *testing.T) {
 		{"more per round than clients", func(w *Workload) { w.PerRound = 51 }, "per round"},
 		{"no timed round", func(w *Workload) { w.Measure = 0 }, "timed rounds"},
 		{"no samples", func(w *Workload) { w.TrainPerClient = 0 }, "samples per client"},
+		{"negative checkpoint cadence", func(w *Workload) { w.CheckpointEvery = -1 }, "checkpoint every"},
 		{"unknown algorithm", func(w *Workload) { w.Algorithm.Name = "fedfoo" }, "algorithm.name"},
 		{"unknown generated role", func(w *Workload) { w.Algorithm.Generate = []string{"qkv"} }, "algorithm.generate"},
 		{"patch does not divide", func(w *Workload) { w.Model.Image = 30 }, "tiny-vit"},
@@ -192,6 +227,24 @@ func TestRunSmall(t *testing.T) {
 	}
 	if r.Algorithm != "vanilla-attn" || r.Size != "small" {
 		t.Errorf("algorithm %q size %q, want vanilla-attn small", r.Algorithm, r.Size)
+	}
+	checkSplit(t, r)
+	if r.GenerateS != 0 {
+		t.Errorf("generate %g s, want 0: vanilla-attn generates nothing", r.GenerateS)
+	}
+}
+
+// TestRunSmallGenerates runs FedTP's small workload: its hypernetwork's generation is a
+// server step, timed apart from local training, and the split still adds up.
+func TestRunSmallGenerates(t *testing.T) {
+	w, _ := Lookup("fedtp-c100-50")
+	r, err := Run(w.Small(), cuda.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSplit(t, r)
+	if r.GenerateS <= 0 {
+		t.Errorf("generate %g s, want > 0: FedTP generates every round", r.GenerateS)
 	}
 }
 

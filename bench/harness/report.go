@@ -36,16 +36,30 @@ type Report struct {
 	Params int64 `json:"params"` // one client's model
 	MACs   int64 `json:"macs"`   // one sample's forward multiply-accumulates
 
-	MeasuredRounds int     `json:"measured_rounds"`
-	Samples        int     `json:"samples"`      // training samples of the timed rounds
-	EvalSamples    int     `json:"eval_samples"` // test samples of one evaluation
-	DataS          float64 `json:"time_data_s"`  // per round, mean over the timed rounds
-	TrainS         float64 `json:"time_train_s"`
-	AggregateS     float64 `json:"time_aggregate_s"`
-	RoundS         float64 `json:"time_round_s"` // wall time of a round, synchronized
-	EvalS          float64 `json:"time_eval_s"`  // one evaluation of every client
+	MeasuredRounds int `json:"measured_rounds"`
+	Samples        int `json:"samples"`      // training samples of the timed rounds
+	EvalSamples    int `json:"eval_samples"` // test samples of one evaluation
+	Saves          int `json:"saves"`        // checkpoints in the full run
 
-	SamplesPerSec float64 `json:"samples_per_sec"` // training samples / training time
+	// A timed round's split, means over the timed rounds: Data (planning and loading the
+	// clients' batches) + Train (local training) + Server (the server's steps: Generate,
+	// FedTP's hypernetwork generating the round's parameters, and Aggregate) + Other (what
+	// no phase claims: sampling, releasing the CPU cache between phases) = Round, the
+	// round's synchronized wall time.
+	DataS       float64 `json:"time_data_s"`
+	TrainS      float64 `json:"time_train_s"`
+	ServerS     float64 `json:"time_server_s"`
+	GenerateS   float64 `json:"time_generate_s"`
+	AggregateS  float64 `json:"time_aggregate_s"`
+	OtherS      float64 `json:"time_other_s"`
+	RoundS      float64 `json:"time_round_s"`
+	EvalS       float64 `json:"time_eval_s"`       // one evaluation of every client
+	CheckpointS float64 `json:"time_checkpoint_s"` // one checkpoint, as pfl train saves it
+	// PerRoundS is the full run's mean wall time per round: Round plus its share of the
+	// run's evaluations and checkpoints, (Evals·Eval + Saves·Checkpoint)/Rounds.
+	PerRoundS float64 `json:"time_per_round_s"`
+
+	SamplesPerSec float64 `json:"samples_per_sec"` // training samples / local training time (Train)
 	TrainTFLOPS   float64 `json:"train_tflops"`    // 6·MACs·samples / training time
 	EvalTFLOPS    float64 `json:"eval_tflops"`     // 2·MACs·eval samples / evaluation time
 	PeakFP32      float64 `json:"peak_fp32_tflops"`
@@ -64,7 +78,7 @@ type Report struct {
 	GraphError string `json:"graph_error,omitempty"`
 
 	TotalFLOPs float64 `json:"total_flops"` // the full run, by the package's convention
-	ProjectedS float64 `json:"projected_s"` // Rounds × round time + Evals × evaluation time
+	ProjectedS float64 `json:"projected_s"` // Rounds × round + Evals × evaluation + Saves × checkpoint
 	FloorS     float64 `json:"floor_s"`     // TotalFLOPs at the best measured peak
 }
 
@@ -80,22 +94,28 @@ func newReport(w Workload, dev cuda.Device, macs, params int64) *Report {
 	return &Report{Workload: w.Name, Device: dev.String(), Size: size, Precision: prec, Model: w.Model.Preset, Image: w.Model.Image, Algorithm: w.Algorithm.Name,
 		Clients: w.Clients, PerRound: w.PerRound, Epochs: w.Epochs, Batch: w.Batch,
 		TrainPerClient: w.TrainPerClient, TestPerClient: w.TestPerClient,
-		Rounds: w.Rounds, EvalEvery: w.EvalEvery, Evals: c.Evals, Params: params, MACs: macs,
+		Rounds: w.Rounds, EvalEvery: w.EvalEvery, Evals: c.Evals, Saves: Evaluations(w.Rounds, w.checkpointEvery()), Params: params, MACs: macs,
 		PeakMemory: -1, TotalFLOPs: c.Total}
 }
 
 // measured fills the rates, the time split and the projection from the timed rounds
-// (their metrics and synchronized wall times) and one evaluation; the peaks must be set.
-func (r *Report) measured(rounds []fl.RoundMetrics, walls []time.Duration, eval time.Duration, evalSamples int) {
-	var d, t, a, wall time.Duration
+// (their metrics, synchronized wall times and the checkpoints after them) and one
+// evaluation; the peaks must be set.
+func (r *Report) measured(rounds []fl.RoundMetrics, walls, saves []time.Duration, eval time.Duration, evalSamples int) {
+	var d, t, g, a, wall, ckpt time.Duration
 	r.Samples = 0
 	for i, m := range rounds {
-		d, t, a, wall = d+m.Time.Data, t+m.Time.Train, a+m.Time.Aggregate, wall+walls[i]
+		d, t, g, a = d+m.Time.Data, t+m.Time.Train-m.Time.Generate, g+m.Time.Generate, a+m.Time.Aggregate
+		wall, ckpt = wall+walls[i], ckpt+saves[i]
 		r.Samples += m.Samples
 	}
 	n := float64(len(rounds))
 	r.MeasuredRounds = len(rounds)
-	r.DataS, r.TrainS, r.AggregateS, r.RoundS = d.Seconds()/n, t.Seconds()/n, a.Seconds()/n, wall.Seconds()/n
+	r.DataS, r.TrainS, r.RoundS = d.Seconds()/n, t.Seconds()/n, wall.Seconds()/n
+	r.GenerateS, r.AggregateS = g.Seconds()/n, a.Seconds()/n
+	r.ServerS = r.GenerateS + r.AggregateS
+	r.OtherS = r.RoundS - r.DataS - r.TrainS - r.ServerS
+	r.CheckpointS = ckpt.Seconds() / n
 	r.EvalS, r.EvalSamples = eval.Seconds(), evalSamples
 	r.SamplesPerSec = float64(r.Samples) / t.Seconds()
 	r.TrainTFLOPS = 6 * float64(r.MACs) * r.SamplesPerSec / 1e12
@@ -106,7 +126,8 @@ func (r *Report) measured(rounds []fl.RoundMetrics, walls []time.Duration, eval 
 	if r.PeakBF16 > 0 {
 		r.MFUBF16 = r.TrainTFLOPS / r.PeakBF16
 	}
-	r.ProjectedS = Project(r.Rounds, r.EvalEvery, r.RoundS, r.EvalS)
+	r.ProjectedS = Project(r.Rounds, r.EvalEvery, r.RoundS, r.EvalS) + float64(r.Saves)*r.CheckpointS
+	r.PerRoundS = r.ProjectedS / float64(r.Rounds)
 	if peak := max(r.PeakFP32, r.PeakBF16); peak > 0 {
 		r.FloorS = r.TotalFLOPs / (peak * 1e12)
 	}
@@ -122,13 +143,23 @@ func Project(rounds, evalEvery int, round, eval float64) float64 {
 // one evaluation, the peak device memory and the full run's projected wall time.
 func WriteTable(out io.Writer, reports []*Report) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tdevice\tsize\tprecision\tgraphs\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tdata\ttrain\taggregate\tround\teval\tpeak mem\tprojected\t")
+	fmt.Fprintln(tw, "workload\tdevice\tsize\tprecision\tgraphs\tmodel\tK/N\tsamples/s\tTFLOP/s\tMFU fp32\tMFU bf16\tpeak mem\tprojected\t")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%d rounds, %d evals)\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s@%d\t%d/%d\t%.0f\t%.3f\t%s\t%s\t%s\t%s (%d rounds, %d evals, %d saves)\t\n",
 			r.Workload, r.Device, r.Size, r.Precision, graphCell(r), r.Model, r.Image, r.PerRound, r.Clients, r.SamplesPerSec, r.TrainTFLOPS,
 			percent(r.MFU, r.PeakFP32), percent(r.MFUBF16, r.PeakBF16),
-			seconds(r.DataS), seconds(r.TrainS), seconds(r.AggregateS), seconds(r.RoundS), seconds(r.EvalS),
-			bytes(r.PeakMemory), seconds(r.ProjectedS), r.Rounds, r.Evals)
+			bytes(r.PeakMemory), seconds(r.ProjectedS), r.Rounds, r.Evals, r.Saves)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nWhere a round's time goes (means over the timed rounds; a timed round = data + train + server + other; per round of the full run = round + its share of the evaluations and checkpoints):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tdata\ttrain\tserver\t(generate\taggregate)\tother\tround\teval (one)\tcheckpoint (one)\tper round of the full run\t")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s)\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload,
+			seconds(r.DataS), seconds(r.TrainS), seconds(r.ServerS), "("+seconds(r.GenerateS), seconds(r.AggregateS),
+			seconds(r.OtherS), seconds(r.RoundS), seconds(r.EvalS), seconds(r.CheckpointS), seconds(r.PerRoundS))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"pfl/cuda"
@@ -10,8 +11,9 @@ import (
 	"pfl/engine/fl"
 )
 
-// Run runs w on dev: Warmup untimed rounds, Measure timed rounds, one untimed and one
-// timed evaluation of every client, and reports. It drives libtorch from one pinned OS
+// Run runs w on dev: Warmup untimed rounds, Measure timed rounds each followed by a timed
+// checkpoint (into a temporary folder, removed after), one untimed and one timed
+// evaluation of every client, and reports. It drives libtorch from one pinned OS
 // thread, as engine/fl requires.
 func Run(w Workload, dev cuda.Device) (*Report, error) {
 	if err := w.Validate(); err != nil {
@@ -106,14 +108,24 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 			return nil, err
 		}
 	}
+	dir, err := os.MkdirTemp("", "pfl-bench-checkpoint-")
+	if err != nil {
+		return nil, fmt.Errorf("harness: %s: a folder for the timed checkpoints: %w", w.Name, err)
+	}
+	defer os.RemoveAll(dir)
 	var rounds []fl.RoundMetrics
-	var walls []time.Duration
+	var walls, saves []time.Duration
 	for i := w.Warmup; i < w.Warmup+w.Measure; i++ {
 		m, wall, err := round(i)
 		if err != nil {
 			return nil, fmt.Errorf("harness: %s: round %d (timed round %d): %w", w.Name, i+1, i-w.Warmup+1, err)
 		}
-		rounds, walls = append(rounds, m), append(walls, wall)
+		// the save pfl train makes every CheckpointEvery rounds, timed after every timed round
+		t := time.Now()
+		if err := sess.Checkpoint(dir, wall.Seconds()); err != nil {
+			return nil, fmt.Errorf("harness: %s: checkpoint after round %d: %w", w.Name, i+1, err)
+		}
+		rounds, walls, saves = append(rounds, m), append(walls, wall), append(saves, time.Since(t))
 	}
 	rep.HandleGrowth = cuda.LiveTensors() - handles
 	if dev.IsCUDA() {
@@ -146,7 +158,7 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep.measured(rounds, walls, evalTime, evalSamples)
+	rep.measured(rounds, walls, saves, evalTime, evalSamples)
 	return rep, nil
 }
 

@@ -41,7 +41,10 @@ type Workload struct {
 
 	Rounds    int // rounds of the full run (for the projection)
 	EvalEvery int // rounds between evaluations of the full run; 0: after the last only
-	EvalChunk int // clients per stacked evaluation pass; 0: PerRound
+	// CheckpointEvery is the full run's rounds between checkpoints (it also saves after the
+	// last); 0: pfl train's default, train.checkpoint_every.
+	CheckpointEvery int
+	EvalChunk       int // clients per stacked evaluation pass; 0: PerRound
 
 	// Precision is fp32 (the default), tf32 (CUDA matmuls in TF32) or bf16 (autocast over
 	// float32 weights), as experiment's train.precision.
@@ -156,6 +159,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("harness: %s: eval chunk %d, want >= 0 (0: clients per round)", w.Name, w.EvalChunk)
 	case w.Rounds < 1 || w.EvalEvery < 0:
 		return fmt.Errorf("harness: %s: full run of %d rounds evaluated every %d, want rounds >= 1 and eval every >= 0", w.Name, w.Rounds, w.EvalEvery)
+	case w.CheckpointEvery < 0:
+		return fmt.Errorf("harness: %s: checkpoint every %d rounds, want >= 0 (0: pfl train's default, %d)", w.Name, w.CheckpointEvery, defaultCheckpointEvery)
 	case w.Warmup < 0 || w.Measure < 1:
 		return fmt.Errorf("harness: %s: %d warm-up and %d timed rounds, want >= 0 and >= 1", w.Name, w.Warmup, w.Measure)
 	}
@@ -207,6 +212,17 @@ func (w Workload) experiment() config.Config {
 		t.Precision = w.Precision
 	}
 	return cfg.Resolved()
+}
+
+// defaultCheckpointEvery is pfl train's train.checkpoint_every default.
+var defaultCheckpointEvery = config.Default().Train.CheckpointEvery
+
+// checkpointEvery is the full run's rounds between checkpoints, the default resolved.
+func (w Workload) checkpointEvery() int {
+	if w.CheckpointEvery > 0 {
+		return w.CheckpointEvery
+	}
+	return defaultCheckpointEvery
 }
 
 // Cost is a workload's FLOPs by the package's convention (6·MACs per training sample,

@@ -31,6 +31,7 @@ var benchInts = []benchInt{
 	{"rounds", "rounds of the full run (for the projection)", 1, func(w *harness.Workload) *int { return &w.Rounds }},
 	{"eval-every", "rounds between evaluations of the full run (0: after the last only)", 0, func(w *harness.Workload) *int { return &w.EvalEvery }},
 	{"eval-chunk", "clients per stacked evaluation pass (0: clients per round)", 0, func(w *harness.Workload) *int { return &w.EvalChunk }},
+	{"checkpoint-every", "rounds between checkpoints of the full run (0: pfl train's default)", 0, func(w *harness.Workload) *int { return &w.CheckpointEvery }},
 }
 
 // benchOptions are pfl bench's choices beside the workloads.

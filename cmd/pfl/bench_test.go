@@ -47,18 +47,23 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatalf("exit %d: %s%s", code, text, errOut.String())
 	}
 	for _, col := range []string{"workload", "device", "size", "model", "K/N", "samples/s", "TFLOP/s", "MFU fp32", "MFU bf16",
-		"data", "train", "aggregate", "round", "eval", "peak mem", "projected"} {
+		"data", "train", "server", "generate", "aggregate", "other", "round", "eval (one)", "checkpoint (one)",
+		"per round of the full run", "peak mem", "projected"} {
 		if !strings.Contains(text, col) {
 			t.Errorf("table has no %q column:\n%s", col, text)
 		}
 	}
-	var row string
+	var rows []string // the workload's row in each table: throughput, then the split
 	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "fedtp-c100-50 ") {
-			row = l
+		if strings.HasPrefix(strings.TrimSpace(l), "fedtp-c100-50 ") && !strings.Contains(l, " on cpu") { // not the heading
+			rows = append(rows, l)
 		}
 	}
-	for _, cell := range []string{"cpu", "small", "tiny-vit@32", "2/4", "n/a", "(1500 rounds, 300 evals)"} {
+	if len(rows) != 2 {
+		t.Fatalf("%d rows of fedtp-c100-50, want 2 (throughput, split):\n%s", len(rows), text)
+	}
+	row := rows[0]
+	for _, cell := range []string{"cpu", "small", "tiny-vit@32", "2/4", "n/a", "(1500 rounds, 300 evals, 150 saves)"} {
 		if !strings.Contains(row, cell) {
 			t.Errorf("row %q has no %q", row, cell)
 		}

@@ -6,6 +6,7 @@ import (
 	"pfl/cuda"
 	"pfl/engine/config"
 	"pfl/engine/fl"
+	"pfl/engine/rundir"
 )
 
 // Session is a prepared experiment with no run directory: the data on the device and the
@@ -15,6 +16,7 @@ import (
 type Session struct {
 	se  *session
 	dev cuda.Device
+	cfg config.Config
 }
 
 // Open validates cfg and prepares it (nothing is written).
@@ -27,7 +29,7 @@ func Open(ctx context.Context, cfg config.Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{se: se, dev: cfg.Device}, nil
+	return &Session{se: se, dev: cfg.Device, cfg: cfg}, nil
 }
 
 // Memory is what `pfl train` prints about memory before the first round: the floor
@@ -52,6 +54,13 @@ func (s *Session) Warnings() []string {
 
 // Run is the session's federated run: Round, Evaluate, GraphStatus.
 func (s *Session) Run() *fl.Run { return s.se.run }
+
+// Checkpoint saves the run's state and history into dir (checkpoint.safetensors, written
+// atomically) as `pfl train` saves them every train.checkpoint_every rounds, recording
+// wall as the seconds its rounds took; `pfl bench` times it.
+func (s *Session) Checkpoint(dir string, wall float64) error {
+	return rundir.SaveCheckpoint(dir, s.cfg, s.se.run, wall)
+}
 
 // Close frees the run and the data.
 func (s *Session) Close() { s.se.close() }

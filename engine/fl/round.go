@@ -22,9 +22,12 @@ type RoundMetrics struct {
 	Time      Timing
 }
 
-// Timing splits a round's wall time.
+// Timing splits a round's wall time. Generate is the part of Train spent generating the
+// round's clients' parameters on the server (FedTP's hypernetwork forward; 0 for the other
+// algorithms): a server step, counted in Train as well, since the training needs it first.
 type Timing struct {
 	Data, Train, Aggregate, Eval time.Duration
+	Generate                     time.Duration
 }
 
 // Round runs round number round (0-based): sample, train, aggregate, and evaluate when due,
@@ -46,6 +49,12 @@ func (r *Run) Round(round int) (RoundMetrics, error) {
 	generated, err := r.generate(s, met.Clients) // all the round's clients', as in one process
 	if err != nil {
 		return met, err
+	}
+	if generated != nil {
+		if err := cuda.Synchronize(r.cfg.Device); err != nil {
+			return met, err
+		}
+		met.Time.Generate = time.Since(t0)
 	}
 	sum, count, err := r.trainClients(s, local, shareRows(s, generated, lo, len(local)), round, &met)
 	if err != nil {
