@@ -57,21 +57,8 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		return nil, err
 	}
 	rep := newReport(w, dev, macs, params)
-	// the peaks first: their 8192² operands must not count towards the run's memory peak
-	if rep.PeakFP32, err = PeakTFLOPS(dev, cuda.Float32); err != nil {
+	if err := rep.measurePeaks(w, dev); err != nil {
 		return nil, err
-	}
-	if dev.IsCUDA() || w.Precision == "bf16" { // a bf16 run's MFU needs the bf16 peak
-		if info, err := cuda.Capabilities(); err == nil && info.HasBF16 {
-			if rep.PeakBF16, err = PeakTFLOPS(dev, cuda.BFloat16); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if dev.IsCUDA() {
-		if _, _, err := cuda.CUDAMemoryStats(dev.Index, true); err != nil {
-			return nil, err
-		}
 	}
 
 	// The workload is an ordinary experiment config on the synthetic dataset, prepared by
@@ -140,18 +127,9 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 		rep.GraphError = graphErr.Error()
 	}
 
-	var evalTime time.Duration
-	var evalSamples int
-	for i := 0; i < 2; i++ { // the first evaluation warms the evaluation's shapes up
-		t := time.Now()
-		ev, err := r.Evaluate()
-		if err == nil {
-			err = cuda.Synchronize(dev)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("harness: %s: evaluation: %w", w.Name, err)
-		}
-		evalTime, evalSamples = time.Since(t), sum(ev.Count)
+	evalTime, evalSamples, err := timeEvaluation(r, dev)
+	if err != nil {
+		return nil, fmt.Errorf("harness: %s: evaluation: %w", w.Name, err)
 	}
 	if dev.IsCUDA() {
 		if _, rep.PeakMemory, err = cuda.CUDAMemoryStats(dev.Index, false); err != nil {
@@ -160,6 +138,48 @@ func run(w Workload, dev cuda.Device) (*Report, error) {
 	}
 	rep.measured(rounds, walls, saves, evalTime, evalSamples)
 	return rep, nil
+}
+
+// measurePeaks measures the device's matmul peaks into rep (float32; bf16 where a run's MFU
+// needs it) and then resets the CUDA memory peak: the peaks' 8192² operands must not count
+// towards the run's memory peak, so they come first.
+func (rep *Report) measurePeaks(w Workload, dev cuda.Device) error {
+	var err error
+	if rep.PeakFP32, err = PeakTFLOPS(dev, cuda.Float32); err != nil {
+		return err
+	}
+	if dev.IsCUDA() || w.Precision == "bf16" { // a bf16 run's MFU needs the bf16 peak
+		if info, err := cuda.Capabilities(); err == nil && info.HasBF16 {
+			if rep.PeakBF16, err = PeakTFLOPS(dev, cuda.BFloat16); err != nil {
+				return err
+			}
+		}
+	}
+	if dev.IsCUDA() {
+		if _, _, err := cuda.CUDAMemoryStats(dev.Index, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timeEvaluation times the second of two evaluations of r (the first warms the
+// evaluation's shapes up) and returns it with the samples it evaluated.
+func timeEvaluation(r *fl.Run, dev cuda.Device) (time.Duration, int, error) {
+	var elapsed time.Duration
+	var samples int
+	for range 2 {
+		t := time.Now()
+		ev, err := r.Evaluate()
+		if err == nil {
+			err = cuda.Synchronize(dev)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		elapsed, samples = time.Since(t), sum(ev.Count)
+	}
+	return elapsed, samples, nil
 }
 
 func sum(xs []int) int {

@@ -348,26 +348,9 @@ func decode(b []byte) (*Image, error) {
 		return nil, errors.New("not a DICOM Part 10 file (no \"DICM\" after the 128-byte preamble)")
 	}
 	r := &reader{b: b, pos: preambleLength + 4}
-	// The file meta group, explicit VR little endian whatever the dataset's syntax: read
-	// while the next tag is in group 0002 (its group length is not always right).
-	var syntax string
-	for r.left() >= 2 && binary.LittleEndian.Uint16(b[r.pos:]) == metaGroup {
-		h, err := r.header(false)
-		if errors.Is(err, errTruncated) {
-			return nil, fmt.Errorf("file meta element at byte %d: %w", h.at, err)
-		} else if err != nil {
-			return nil, fmt.Errorf("file meta: %w", err)
-		}
-		if h.length == undefinedLength {
-			return nil, fmt.Errorf("file meta element %s at byte %d has an undefined length", tagString(h.tag), h.at)
-		}
-		v, err := r.bytes(h.length)
-		if err != nil {
-			return nil, fmt.Errorf("file meta element %s at byte %d declares %d bytes, %d left: %w", tagString(h.tag), h.at, h.length, r.left(), err)
-		}
-		if h.tag == tagTransferSyntax {
-			syntax = text(v)
-		}
+	syntax, err := r.metaSyntax()
+	if err != nil {
+		return nil, err
 	}
 	var implicit, encapsulated bool
 	switch syntax {
@@ -385,41 +368,82 @@ func decode(b []byte) (*Image, error) {
 		}
 		return nil, fmt.Errorf("unsupported transfer syntax %s%s; pfl reads explicit and implicit VR little endian and JPEG baseline", clip(syntax), what)
 	}
-
-	a := attrs{}
-	var pixel header
-	found := false
-	for r.left() > 0 && !found {
-		h, err := r.header(implicit)
-		if errors.Is(err, errTruncated) {
-			return nil, fmt.Errorf("element at byte %d: %w", h.at, err)
-		} else if err != nil {
-			return nil, err // says where
-		}
-		if h.tag == tagPixelData {
-			pixel, found = h, true
-			break
-		}
-		if _, want := names[h.tag]; want && h.length != undefinedLength {
-			v, err := r.bytes(h.length)
-			if err != nil {
-				return nil, fmt.Errorf("element %s at byte %d declares %d bytes, %d left: %w", tagString(h.tag), h.at, h.length, r.left(), err)
-			}
-			a[h.tag] = v
-			continue
-		}
-		if err := r.skipValue(h, implicit, 1); err != nil {
-			return nil, err
-		}
-	}
-	if !found {
-		return nil, errors.New("no Pixel Data (7FE0,0010)")
+	a, pixel, err := r.dataset(implicit)
+	if err != nil {
+		return nil, err
 	}
 	img, err := a.image(syntax)
 	if err != nil {
 		return nil, err
 	}
-	var values []float64
+	values, err := r.pixelValues(pixel, encapsulated, img, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.display(values, img); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// metaSyntax reads the file meta group, explicit VR little endian whatever the dataset's
+// syntax, while the next tag is in group 0002 (its group length is not always right), and
+// returns its Transfer Syntax UID ("" when it has none).
+func (r *reader) metaSyntax() (string, error) {
+	var syntax string
+	for r.left() >= 2 && binary.LittleEndian.Uint16(r.b[r.pos:]) == metaGroup {
+		h, err := r.header(false)
+		if errors.Is(err, errTruncated) {
+			return "", fmt.Errorf("file meta element at byte %d: %w", h.at, err)
+		} else if err != nil {
+			return "", fmt.Errorf("file meta: %w", err)
+		}
+		if h.length == undefinedLength {
+			return "", fmt.Errorf("file meta element %s at byte %d has an undefined length", tagString(h.tag), h.at)
+		}
+		v, err := r.bytes(h.length)
+		if err != nil {
+			return "", fmt.Errorf("file meta element %s at byte %d declares %d bytes, %d left: %w", tagString(h.tag), h.at, h.length, r.left(), err)
+		}
+		if h.tag == tagTransferSyntax {
+			syntax = text(v)
+		}
+	}
+	return syntax, nil
+}
+
+// dataset walks the dataset up to the Pixel Data element, keeping the values Decode reads,
+// and returns them with Pixel Data's header (its value is next).
+func (r *reader) dataset(implicit bool) (attrs, header, error) {
+	a := attrs{}
+	for r.left() > 0 {
+		h, err := r.header(implicit)
+		if errors.Is(err, errTruncated) {
+			return nil, header{}, fmt.Errorf("element at byte %d: %w", h.at, err)
+		} else if err != nil {
+			return nil, header{}, err // says where
+		}
+		if h.tag == tagPixelData {
+			return a, h, nil
+		}
+		if _, want := names[h.tag]; want && h.length != undefinedLength {
+			v, err := r.bytes(h.length)
+			if err != nil {
+				return nil, header{}, fmt.Errorf("element %s at byte %d declares %d bytes, %d left: %w", tagString(h.tag), h.at, h.length, r.left(), err)
+			}
+			a[h.tag] = v
+			continue
+		}
+		if err := r.skipValue(h, implicit, 1); err != nil {
+			return nil, header{}, err
+		}
+	}
+	return nil, header{}, errors.New("no Pixel Data (7FE0,0010)")
+}
+
+// pixelValues decodes the Pixel Data whose header is pixel: a JPEG baseline frame from its
+// fragments when encapsulated, the native samples otherwise.
+func (r *reader) pixelValues(pixel header, encapsulated bool, img *Image, a attrs) ([]float64, error) {
 	if encapsulated {
 		if pixel.length != undefinedLength {
 			return nil, fmt.Errorf("Pixel Data at byte %d has a defined length under JPEG baseline, which encapsulates it (undefined length, items)", pixel.at)
@@ -428,25 +452,16 @@ func decode(b []byte) (*Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		if values, err = jpegValues(frame, img); err != nil {
-			return nil, err
-		}
-	} else {
-		if pixel.length == undefinedLength {
-			return nil, fmt.Errorf("Pixel Data at byte %d has an undefined length (encapsulated) under an uncompressed transfer syntax", pixel.at)
-		}
-		v, err := r.bytes(pixel.length)
-		if err != nil {
-			return nil, fmt.Errorf("Pixel Data at byte %d declares %d bytes, %d left: %w", pixel.at, pixel.length, r.left(), err)
-		}
-		if values, err = nativeValues(v, img, a); err != nil {
-			return nil, err
-		}
+		return jpegValues(frame, img)
 	}
-	if err := a.display(values, img); err != nil {
-		return nil, err
+	if pixel.length == undefinedLength {
+		return nil, fmt.Errorf("Pixel Data at byte %d has an undefined length (encapsulated) under an uncompressed transfer syntax", pixel.at)
 	}
-	return img, nil
+	v, err := r.bytes(pixel.length)
+	if err != nil {
+		return nil, fmt.Errorf("Pixel Data at byte %d declares %d bytes, %d left: %w", pixel.at, pixel.length, r.left(), err)
+	}
+	return nativeValues(v, img, a)
 }
 
 // text is a string value without its padding (a trailing space or NUL) and spaces.
