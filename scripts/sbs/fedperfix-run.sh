@@ -28,9 +28,9 @@
 #   --jobs          processes at once, one thread each (default 2)
 #   --nice          niceness of every process (default 10)
 #   --start-method  how the official code starts its processes: forkserver (default; the same
-#                   results as main.py's own spawn, checked bit for bit, without seconds of
-#                   imports per DataLoader worker, 4 per client per round) or spawn (main.py's own;
-#                   it keeps the code's training seed 1, so only --seeds 1 runs under it)
+#                   results as main.py's own spawn, bit for bit in a smoke check, without seconds
+#                   of imports per DataLoader worker, 4 per client per round) or spawn (main.py's
+#                   own; it keeps the code's training seed 1, so only --seeds 1 runs under it)
 #   --timeout       seconds a single run may take before it is stopped (default 3600)
 #   size flags      --clients N --train-images N --test-images N --rounds N --epochs N
 #                   --participation F: override the config's (and the pool's 6,000 + 1,000)

@@ -12,7 +12,9 @@ outside this script only
   (2) skips torchvision's CIFAR-10 checksum check, which the repacked files cannot pass,
   (3) limits torch to one thread and loads batches in the process (DataLoader num_workers 0
       where the official loaders ask for 4 worker processes: the same batches in the same
-      order, without four more processes),
+      order, without four more processes, since the official transforms are deterministic
+      and a DataLoader draws its order in the calling process whatever its workers; argued
+      from the code, not compared by a recorded run),
   (4) reads back the client index lists the official gen_random_loaders drew, and each
       client's test counts from the official calc_metrics.
 
