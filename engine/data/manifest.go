@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -24,8 +24,9 @@ type Manifest struct {
 	Config     PartitionConfig `json:"config"`
 	Dataset    string          `json:"dataset"`
 	Classes    int             `json:"classes"`
-	Hash       string          `json:"hash"`        // SHA-256 of every client's train and test indices
-	TrainCount [][]int         `json:"train_count"` // [client][class]
+	ClassNames []string        `json:"class_names,omitempty"` // the dataset's, where it names its classes
+	Hash       string          `json:"hash"`                  // SHA-256 of every client's train and test indices
+	TrainCount [][]int         `json:"train_count"`           // [client][class]
 	TestCount  [][]int         `json:"test_count"`
 	Novel      []int           `json:"novel,omitempty"`
 	Noise      []float64       `json:"noise,omitempty"`
@@ -33,7 +34,7 @@ type Manifest struct {
 
 // Manifest summarizes f.
 func (f *Federated) Manifest() Manifest {
-	m := Manifest{Config: f.Config, Dataset: f.Train.Name, Classes: f.Train.Classes, Novel: f.Part.Novel, Noise: f.Part.Noise}
+	m := Manifest{Config: f.Config, Dataset: f.Train.Name, Classes: f.Train.Classes, ClassNames: f.Train.ClassNames, Novel: f.Part.Novel, Noise: f.Part.Noise}
 	count := func(x *Images, parts [][]int) [][]int {
 		out := make([][]int, len(parts))
 		for j, p := range parts {
@@ -79,12 +80,19 @@ func (f *Federated) WriteManifest(dir string) error {
 // y the class.
 type countGrid struct{ c [][]int }
 
-func (g countGrid) Dims() (int, int)   { return len(g.c), len(g.c[0]) }
-func (g countGrid) Z(x, y int) float64 { return float64(g.c[x][y]) }
-func (g countGrid) X(x int) float64    { return float64(x) }
-func (g countGrid) Y(y int) float64    { return float64(y) }
+func (g countGrid) Dims() (int, int) { return len(g.c), len(g.c[0]) }
+func (g countGrid) Z(x, y int) float64 {
+	if g.c[x][y] == 0 {
+		return math.NaN() // drawn white (the heat map's NaN colour): a count of 1 rounds to the first colour
+	}
+	return float64(g.c[x][y])
+}
+func (g countGrid) X(x int) float64 { return float64(x) }
+func (g countGrid) Y(y int) float64 { return float64(y) }
 
-// Heatmap draws the train label distribution (clients × classes, colour = samples) as a PNG.
+// Heatmap draws the train label distribution (clients × classes, colour = samples) as a PNG:
+// white where a client has no sample of a class, blues of growing darkness up to the
+// largest count (chart.Sequential), with a labelled colour bar.
 func (m Manifest) Heatmap(path string) error {
 	if len(m.TrainCount) == 0 || m.Classes == 0 {
 		return fmt.Errorf("data: heatmap: empty partition")
@@ -95,11 +103,9 @@ func (m Manifest) Heatmap(path string) error {
 			hi = max(hi, float64(v))
 		}
 	}
-	pal := moreland.SmoothBlueRed()
-	pal.SetMin(0)
-	pal.SetMax(max(hi, 1))
-	h := plotter.NewHeatMap(countGrid{m.TrainCount}, pal.Palette(64))
-	h.NaN = color.Transparent
+	pal := chart.NewSequential(0, max(hi, 1))
+	h := plotter.NewHeatMap(countGrid{m.TrainCount}, pal.Palette(256))
+	h.NaN, h.Min, h.Max = color.White, 0, max(hi, 1)
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %s, %d clients: train samples per class", m.Dataset, m.partitionName(), len(m.TrainCount))
 	p.X.Label.Text = "client"
@@ -116,6 +122,7 @@ func (m Manifest) Heatmap(path string) error {
 	bar.Add(cb)
 	bar.HideX()
 	bar.Y.Label.Text = "train samples"
+	bar.Y.Label.Padding = vg.Points(8) // clear of the tick labels
 	bar.Y.Padding, bar.X.Padding = 0, 0
 	if err := chart.SaveBeside(p, bar, 0.9*vg.Inch, min(w, 30*vg.Inch)+0.9*vg.Inch, min(ht, 20*vg.Inch), path); err != nil {
 		return fmt.Errorf("data: heatmap: %w", err)

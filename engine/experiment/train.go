@@ -263,7 +263,8 @@ func (r *runner) results(s rundir.Summary) (*Result, error) {
 	if err := rundir.WriteSummary(r.dir, s); err != nil {
 		return nil, err
 	}
-	if err := report.RunFigures(r.dir, r.cfg.Name, r.run.History, r.run.Novel()); err != nil {
+	title := report.RunTitle(r.cfg, r.opts.Place.Member, r.opts.Place.Sweep)
+	if err := report.RunFigures(r.dir, title, r.run.History, r.run.Novel()); err != nil {
 		return nil, err
 	}
 	return &Result{Dir: r.dir, History: r.run.History, Novel: r.run.Novel(), Summary: s}, nil

@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/fl"
@@ -19,10 +18,11 @@ import (
 )
 
 // gainDensity writes FedPerfix's Fig. 3 for a suite with a "local" member: for every
-// other member, the density of its per-client accuracy gain over Local (the last
-// evaluation, clients that train), as dir/gain_density.{png,svg}, and the gains
-// themselves as dir/gains.csv (client, member, gain in accuracy points). A suite without
-// a local member, or whose runs have no evaluation, writes nothing.
+// other member, its clients' accuracy gain over Local (the last evaluation, clients that
+// train) as dir/gain_density.{png,svg} — a kernel density of the gains from stripClients
+// clients on, below that every client as a point (a strip plot) — and the gains
+// themselves as dir/gains.csv (client, member, gain in accuracy points). A suite without a
+// local member, or whose runs have no evaluation, writes nothing.
 func gainDensity(dir string, runs []Run) error {
 	var base []float64
 	for _, r := range runs {
@@ -38,50 +38,63 @@ func gainDensity(dir string, runs []Run) error {
 	}
 	var csv strings.Builder
 	csv.WriteString("client,member,gain\n")
-	var lines []any
+	var rows []stripRow
 	for _, r := range runs {
 		acc := r.Final
 		if fl.Keeps(r.Summary.Name) == fl.KeepEverything || len(acc) != len(base) || r.Summary.Diverged != 0 {
 			continue
 		}
-		novel := r.Novel
 		var gains []float64
 		for c := range acc {
-			if slices.Contains(novel, c) {
+			if slices.Contains(r.Novel, c) {
 				continue
 			}
 			g := 100 * (acc[c] - base[c])
 			gains = append(gains, g)
 			fmt.Fprintf(&csv, "%d,%s,%.4f\n", c, r.Summary.Name, g)
 		}
-		lines = append(lines, r.Summary.Name, densityCurve(chart.Values(gains), 200, -100, 100)) // the CSV keeps a NaN gain
+		rows = append(rows, stripRow{r.Summary.Name, gains}) // the CSV keeps a NaN gain
 	}
-	if len(lines) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
 	if err := atomicfile.WriteBytes(filepath.Join(dir, "gains.csv"), []byte(csv.String())); err != nil {
 		return err
 	}
-	return densityPlot(dir, "gain_density", "per-client accuracy gain over Local (last evaluation)", "accuracy gain over Local, percentage points", true, lines...)
-}
-
-// densityPlot draws density curves (label, points, …) as lines without markers into
-// dir/base.{png,svg}, with a vertical line at 0 where zero marks "no gain".
-func densityPlot(dir, base, title, x string, zero bool, lines ...any) error {
-	p, err := densityFigure(title, x, zero, lines...)
+	const title, x = "per-client accuracy gain over Local (last evaluation)", "accuracy gain over Local, percentage points"
+	p, err := perClientFigure(title, x, true, rows, -100, 100)
 	if err != nil || p == nil {
 		return err
 	}
 	for _, ext := range []string{"png", "svg"} {
-		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
+		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, "gain_density."+ext)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// densityFigure is densityPlot's figure (nil when no curve can be drawn), its legend
-// placed for a 7×4 inch figure.
+// perClientFigure draws members' per-client values (rows; lo and hi bound what the values
+// can be): a strip plot under stripClients clients, else a kernel density per member. With
+// zero, a line at 0 marks "no gain". Nil when nothing can be drawn.
+func perClientFigure(title, x string, zero bool, rows []stripRow, lo, hi float64) (*plot.Plot, error) {
+	n := 0
+	for _, r := range rows {
+		n = max(n, len(r.values))
+	}
+	if n < stripClients {
+		return stripFigure(title, x, zero, rows)
+	}
+	var lines []any
+	for _, r := range rows {
+		lines = append(lines, r.name, densityCurve(chart.Values(r.values), 200, lo, hi))
+	}
+	return densityFigure(title, x, zero, lines...)
+}
+
+// densityFigure draws density curves (label, points, …) as lines without markers, with a
+// vertical line at 0 where zero marks "no gain" (nil when no curve can be drawn), its
+// legend placed for a 7×4 inch figure.
 func densityFigure(title, x string, zero bool, lines ...any) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, "density, 1/percentage point"
@@ -96,7 +109,7 @@ func densityFigure(title, x string, zero bool, lines ...any) (*plot.Plot, error)
 			return nil, fmt.Errorf("plot %s: %w", title, err)
 		}
 		n := len(curves)
-		l.Color, l.Dashes, l.Width = plotutil.Color(n), plotutil.Dashes(n), vg.Points(1.5)
+		l.Color, l.Dashes, l.Width = chart.Color(n), chart.Dashes(n), vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(lines[i].(string), l)
 		curves = append(curves, pts)

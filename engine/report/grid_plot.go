@@ -2,15 +2,14 @@ package report
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"path/filepath"
 	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"pfl/engine/config"
 	"pfl/engine/internal/chart"
@@ -132,9 +131,8 @@ func drawBands(path, title string, curves []bandCurve) error {
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		r, gr, b, _ := plotutil.Color(i).RGBA()
 		// translucent: where two bands overlap both stay visible
-		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(gr >> 8), B: uint8(b >> 8), A: 50}
+		poly.Color = chart.Transparent(chart.Color(i), 50)
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 		data = append(data, c.lo, c.hi)
@@ -143,12 +141,12 @@ func drawBands(path, title string, curves []bandCurve) error {
 		if len(c.mean) == 0 {
 			continue
 		}
-		col := plotutil.Color(i)
+		col := chart.Color(i)
 		line, err := plotter.NewLine(c.mean)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		line.Color, line.Width, line.Dashes = col, vg.Points(1.5), plotutil.Dashes(i)
+		line.Color, line.Width, line.Dashes = col, vg.Points(1.5), chart.Dashes(i)
 		p.Add(line)
 		data = append(data, c.mean)
 		if len(c.mean) < 30 { // few evaluations: mark them (a single one draws no line)
@@ -156,7 +154,7 @@ func drawBands(path, title string, curves []bandCurve) error {
 			if err != nil {
 				return fmt.Errorf("plot %s: %w", path, err)
 			}
-			pts.Color, pts.Shape = col, plotutil.Shape(i)
+			pts.Color, pts.Shape, pts.Radius = col, chart.Shape(i), vg.Points(3)
 			p.Add(pts)
 			p.Legend.Add(c.name, line, pts)
 			continue
@@ -170,7 +168,9 @@ func drawBands(path, title string, curves []bandCurve) error {
 // sweepPlot draws a metric against the first swept key, one line per member (the mean
 // across seeds, error bars ±1 sample std with several seeds), at the second key's value
 // second (-1: a one-key sweep), into g.Dir/base.{png,svg}. Values that are not all numbers
-// are placed at 1, 2, … in order and named on the axis.
+// are placed at 1, 2, … in order and named on the axis. The members' points at one swept
+// value are set slightly apart (sweepOffset), so that their error bars do not hide each
+// other.
 func (g *gridRuns) sweepPlot(met metric, second int, base string) error {
 	axis := g.Config.Sweep[0]
 	xs, isNum := numeric(axis.Values)
@@ -192,62 +192,26 @@ func (g *gridRuns) sweepPlot(met metric, second int, base string) error {
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
+	logX := isNum && chart.LogWorthy(xs)
+	names := g.MemberNames()
 	var data []plotter.XYs
-	for mi, name := range g.MemberNames() {
-		var pts plotter.XYs
-		var errs plotter.YErrors
-		for pi, pt := range g.Points {
-			if second >= 0 && pt.Values[1] != g.Config.Sweep[1].Values[second] {
-				continue
-			}
-			vals := g.values(pi, mi, met.of)
-			if len(vals) == 0 {
-				continue
-			}
-			m, s := stats(vals)
-			if !chart.Drawable(m) {
-				continue // a metric no run could measure (NaN) has no point; the tables say so
-			}
-			if !chart.Drawable(s) {
-				s = 0
-			}
-			x := xs[indexOf(axis.Values, pt.Values[0])]
-			pts = append(pts, plotter.XY{X: x, Y: m})
-			errs = append(errs, struct{ Low, High float64 }{s, s})
-		}
+	for mi, name := range names {
+		pts, errs := g.sweepPoints(met, second, mi, xs)
 		if len(pts) == 0 {
 			continue
 		}
-		col := plotutil.Color(mi)
-		line, points, err := plotter.NewLinePoints(pts)
+		for i := range pts {
+			pts[i].X = sweepOffset(pts[i].X, xs, mi, len(names), logX)
+		}
+		drawn, err := g.addSweepMember(p, name, mi, pts, errs)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", base, err)
 		}
-		line.Color, points.Color, points.Shape = col, col, plotutil.Shape(mi)
-		p.Add(line, points)
-		p.Legend.Add(name, line, points)
-		data = append(data, pts)
-		if len(g.Config.Seeds) > 1 {
-			bars, err := plotter.NewYErrorBars(struct {
-				plotter.XYs
-				plotter.YErrors
-			}{pts, errs})
-			if err != nil {
-				return fmt.Errorf("plot %s: %w", base, err)
-			}
-			bars.Color = col
-			p.Add(bars)
-			var lo, hi plotter.XYs // the bars' ends are data the legend must not hide
-			for i, q := range pts {
-				lo = append(lo, plotter.XY{X: q.X, Y: q.Y - errs[i].Low})
-				hi = append(hi, plotter.XY{X: q.X, Y: q.Y + errs[i].High})
-			}
-			data = append(data, chart.Points(lo), chart.Points(hi))
-		}
+		data = append(data, drawn...)
 	}
 	// the axis spans every swept value, also those without a point (their runs diverged)
 	p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs)
-	if isNum && chart.LogWorthy(xs) {
+	if logX {
 		chart.LogX(p) // α and learning rates are swept by factors: equal ratios, equal steps
 	}
 	finish(p, 7*vg.Inch, 4*vg.Inch, data...)
@@ -257,6 +221,83 @@ func (g *gridRuns) sweepPlot(met metric, second int, base string) error {
 		}
 	}
 	return nil
+}
+
+// sweepPoints is member mi's points of a metric against the first swept key (xs, the
+// axis' positions of its values) at the second key's value second (-1: any): the mean
+// across seeds and ±1 sample std (0 with one seed).
+func (g *gridRuns) sweepPoints(met metric, second, mi int, xs []float64) (plotter.XYs, plotter.YErrors) {
+	axis := g.Config.Sweep[0]
+	var pts plotter.XYs
+	var errs plotter.YErrors
+	for pi, pt := range g.Points {
+		if second >= 0 && pt.Values[1] != g.Config.Sweep[1].Values[second] {
+			continue
+		}
+		vals := g.values(pi, mi, met.of)
+		if len(vals) == 0 {
+			continue
+		}
+		m, s := stats(vals)
+		if !chart.Drawable(m) {
+			continue // a metric no run could measure (NaN) has no point; the tables say so
+		}
+		if !chart.Drawable(s) {
+			s = 0
+		}
+		pts = append(pts, plotter.XY{X: xs[indexOf(axis.Values, pt.Values[0])], Y: m})
+		errs = append(errs, struct{ Low, High float64 }{s, s})
+	}
+	return pts, errs
+}
+
+// sweepOffset is x moved for member mi of n so that the members' points at one swept value
+// sit side by side, centred on it: 1.5 % of the axis' span apart (of its span in log
+// space on a log axis).
+func sweepOffset(x float64, xs []float64, mi, n int, logX bool) float64 {
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	k := float64(mi) - float64(n-1)/2
+	if logX {
+		return x * math.Pow(hi/lo, 0.015*k)
+	}
+	span := hi - lo
+	if !(span > 0) {
+		span = 1
+	}
+	return x + 0.015*k*span
+}
+
+// addSweepMember adds member mi's line, markers and, with several seeds, error bars to p,
+// names it in the legend and returns what it drew (the bars' ends too).
+func (g *gridRuns) addSweepMember(p *plot.Plot, name string, mi int, pts plotter.XYs, errs plotter.YErrors) ([]plotter.XYs, error) {
+	col := chart.Color(mi)
+	line, points, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return nil, err
+	}
+	line.Color, line.Dashes, line.Width = col, chart.Dashes(mi), vg.Points(1.5)
+	points.Color, points.Shape, points.Radius = col, chart.Shape(mi), vg.Points(3)
+	p.Add(line, points)
+	p.Legend.Add(name, line, points)
+	data := []plotter.XYs{pts}
+	if len(g.Config.Seeds) <= 1 {
+		return data, nil
+	}
+	bars, err := plotter.NewYErrorBars(struct {
+		plotter.XYs
+		plotter.YErrors
+	}{pts, errs})
+	if err != nil {
+		return nil, err
+	}
+	bars.Color, bars.Width = col, vg.Points(1.2)
+	p.Add(bars)
+	var lo, hi plotter.XYs // the bars' ends are data the legend must not hide
+	for i, q := range pts {
+		lo = append(lo, plotter.XY{X: q.X, Y: q.Y - errs[i].Low})
+		hi = append(hi, plotter.XY{X: q.X, Y: q.Y + errs[i].High})
+	}
+	return append(data, chart.Points(lo), chart.Points(hi)), nil
 }
 
 func indexOf(vs []string, v string) int {
@@ -270,8 +311,8 @@ func indexOf(vs []string, v string) int {
 
 // clientPlots draws, for a one-key sweep over at most maxClientTable clients, each
 // member's final per-client accuracy against the swept value under the first seed: a point
-// per client and a dotted line through the clients' mean, as FedTP's Fig. 10(b),
-// into clients-<member>.{png,svg}.
+// per client and a dashed line through the clients' mean, as FedTP's Fig. 10(b), into
+// clients-<member>.{png,svg}.
 func (g *gridRuns) clientPlots() error {
 	if len(g.Config.Sweep) != 1 || g.Runs[0].Config.Data.Clients > maxClientTable {
 		return nil
@@ -282,52 +323,17 @@ func (g *gridRuns) clientPlots() error {
 		return nil
 	}
 	for mi, name := range g.MemberNames() {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: final accuracy of every client (seed %d)", name, g.Seeds[0])
-		p.X.Label.Text, p.Y.Label.Text = sweepLabel(axis.Key), "accuracy, %"
-		var mean, all plotter.XYs
+		var cols [][][]float64
 		for pi := range g.Points {
-			cols := g.perClient(pi, mi)
-			if cols == nil {
+			if cols = append(cols, g.perClient(pi, mi)); cols[pi] == nil {
 				return nil // a run without metrics: the tables say so
 			}
-			var sum float64
-			var pts plotter.XYs
-			for _, seeds := range cols {
-				m, _ := stats(seeds)
-				pts = append(pts, plotter.XY{X: xs[pi], Y: m})
-				sum += m
-			}
-			// a client without test samples has a NaN accuracy: no point, as in the tables
-			if pts = chart.Points(pts); len(pts) > 0 {
-				sc, err := plotter.NewScatter(pts)
-				if err != nil {
-					return fmt.Errorf("plot clients-%s: %w", name, err)
-				}
-				sc.Color, sc.Shape = plotutil.Color(pi), plotutil.Shape(0)
-				p.Add(sc)
-				all = append(all, pts...)
-			}
-			mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(cols))})
 		}
-		if mean = chart.Points(mean); len(mean) > 0 {
-			line, err := plotter.NewLine(mean)
-			if err != nil {
-				return fmt.Errorf("plot clients-%s: %w", name, err)
-			}
-			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-			p.Add(line)
-			p.Legend.Add("mean over clients", line)
+		p, data, err := clientSweepFigure(fmt.Sprintf("%s: final accuracy of every client (seed %d)", name, g.Seeds[0]), axis.Key, xs, cols)
+		if err != nil {
+			return fmt.Errorf("plot clients-%s: %w", name, err)
 		}
-		p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs) // every swept value, with a point or not
-		if chart.LogWorthy(xs) {
-			chart.LogX(p)
-		}
-		var data []plotter.XYs
-		for _, q := range all {
-			data = append(data, plotter.XYs{q}) // separate markers, not a line
-		}
-		finish(p, 7*vg.Inch, 4*vg.Inch, append(data, mean)...)
+		finish(p, 7*vg.Inch, 4*vg.Inch, data...)
 		for _, ext := range []string{".png", ".svg"} {
 			if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(g.Dir, "clients-"+config.FolderSafe(name)+ext)); err != nil {
 				return err
@@ -335,6 +341,76 @@ func (g *gridRuns) clientPlots() error {
 		}
 	}
 	return nil
+}
+
+// clientSweepFigure is the figure of clientPlots for one member: cols[point][client] are
+// the client's accuracies (%) over the seeds at each swept value xs; it returns the figure
+// and what it drew. Clients of equal accuracy at one value are set side by side.
+func clientSweepFigure(title, key string, xs []float64, cols [][][]float64) (*plot.Plot, []plotter.XYs, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = sweepLabel(key), "accuracy, %"
+	logX := chart.LogWorthy(xs)
+	var mean, all plotter.XYs
+	for pi, clients := range cols {
+		var sum float64
+		var ys []float64
+		for _, seeds := range clients {
+			m, _ := stats(seeds)
+			ys = append(ys, m)
+			sum += m
+		}
+		// a client without test samples has a NaN accuracy: no point, as in the tables
+		for i, y := range chart.Values(ys) {
+			x := xs[pi]
+			if k := tiesBefore(chart.Values(ys), i, 0.5); k > 0 {
+				x = sweepOffset(x, xs, k, 1, logX) // beside the clients it would hide
+			}
+			all = append(all, plotter.XY{X: x, Y: y})
+		}
+		mean = append(mean, plotter.XY{X: xs[pi], Y: sum / float64(len(clients))})
+	}
+	var data []plotter.XYs
+	if len(all) > 0 {
+		sc, err := plotter.NewScatter(all)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc.Color, sc.Shape, sc.Radius = chart.Color(0), draw.RingGlyph{}, vg.Points(3)
+		p.Add(sc)
+		p.Legend.Add("one client", sc)
+		for _, q := range all {
+			data = append(data, plotter.XYs{q}) // separate markers, not a line
+		}
+	}
+	if mean = chart.Points(mean); len(mean) > 0 {
+		line, points, err := plotter.NewLinePoints(mean)
+		if err != nil {
+			return nil, nil, err
+		}
+		line.Color, line.Dashes, line.Width = chart.Color(1), chart.Dashes(1), vg.Points(1.5)
+		points.Color, points.Shape, points.Radius = chart.Color(1), chart.Shape(1), vg.Points(3)
+		p.Add(line, points)
+		p.Legend.Add("mean over clients", line, points)
+		data = append(data, mean)
+	}
+	p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs) // every swept value, with a point or not
+	if logX {
+		chart.LogX(p)
+	}
+	return p, data, nil
+}
+
+// tiesBefore is how many of ys[:i] lie within tol of ys[i]: the points drawn before it at
+// the same place.
+func tiesBefore(ys []float64, i int, tol float64) int {
+	n := 0
+	for _, y := range ys[:i] {
+		if math.Abs(y-ys[i]) < tol {
+			n++
+		}
+	}
+	return n
 }
 
 // sweepLabel is a swept key as an axis label, with the unit where the key has one.

@@ -5,21 +5,22 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"pfl/engine/config"
 	"pfl/engine/fl"
 	"pfl/engine/internal/chart"
 	"pfl/engine/rundir"
 )
 
 // RunFigures draws a run's convergence curves (accuracy and loss against the round) and its
-// clients' final accuracies (novel clients left out) into dir, each as PNG and SVG; name
-// titles them.
-func RunFigures(dir, name string, h []fl.RoundMetrics, novel []int) error {
+// clients' final accuracies (novel clients left out) into dir, each as PNG and SVG; title
+// names the run in each figure's title (RunTitle).
+func RunFigures(dir, title string, h []fl.RoundMetrics, novel []int) error {
 	var acc, mean, loss plotter.XYs
 	var last *fl.EvalResult
 	for _, m := range h {
@@ -30,10 +31,10 @@ func RunFigures(dir, name string, h []fl.RoundMetrics, novel []int) error {
 			last = m.Eval
 		}
 	}
-	if err := save(dir, "accuracy", name+": test accuracy", "round", "accuracy, %", "accuracy (all samples)", acc, "mean over clients", mean); err != nil {
+	if err := save(dir, "accuracy", title+": test accuracy", "round", "accuracy, %", "accuracy (all samples)", acc, "mean over clients", mean); err != nil {
 		return err
 	}
-	if err := save(dir, "loss", name+": training loss", "round", "loss", "mean client loss", loss); err != nil {
+	if err := save(dir, "loss", title+": training loss", "round", "loss", "mean client loss", loss); err != nil {
 		return err
 	}
 	if last == nil {
@@ -46,11 +47,70 @@ func RunFigures(dir, name string, h []fl.RoundMetrics, novel []int) error {
 		}
 	}
 	slices.Sort(sorted)
-	var per plotter.XYs
-	for i, a := range sorted {
-		per = append(per, plotter.XY{X: float64(i), Y: 100 * a})
+	return clientsFigure(dir, title, sorted)
+}
+
+// RunTitle names a run in its figures' titles: its algorithm (after the suite member's
+// name where that differs), its dataset, its sweep point and its seed, e.g.
+// "fedtp · fashion-mnist · data.alpha=0.1 · seed 1". sweep is the run's point of a sweep
+// (nil: none). A config that names no algorithm is named by its name.
+func RunTitle(cfg config.Config, member string, sweep []config.SweepValue) string {
+	algo := cfg.Algorithm.Name
+	if algo == "" {
+		algo = cfg.Name
 	}
-	return save(dir, "clients", name+": final accuracy per client (sorted)", "client, sorted by final accuracy", "accuracy, %", "client", per)
+	if member != "" && member != algo {
+		algo = member + " (" + algo + ")"
+	}
+	parts := []string{algo}
+	if cfg.Data.Dataset != "" {
+		parts = append(parts, cfg.Data.Dataset)
+	}
+	for _, v := range sweep {
+		parts = append(parts, v.Key+"="+v.Value)
+	}
+	parts = append(parts, fmt.Sprintf("seed %d", cfg.Seed))
+	return strings.Join(parts, " · ")
+}
+
+// clientsFigure draws each client's final accuracy (fractions, sorted ascending) as a
+// point at its rank, with the mean over clients as a dashed line, into
+// dir/clients.{png,svg}: the points are separate clients, so no line joins them.
+func clientsFigure(dir, title string, sorted []float64) error {
+	var per plotter.XYs
+	var sum float64
+	for i, a := range sorted {
+		per = append(per, plotter.XY{X: float64(i + 1), Y: 100 * a})
+	}
+	if per = chart.Points(per); len(per) == 0 {
+		return nil // a client without test samples has no accuracy to draw
+	}
+	for _, q := range per {
+		sum += q.Y
+	}
+	mean := sum / float64(len(per))
+	p := plot.New()
+	p.Title.Text = title + ": final accuracy of each client"
+	p.X.Label.Text, p.Y.Label.Text = "client, ranked by final accuracy", "accuracy, %"
+	p.X.Tick.Marker = chart.IntTicks{}
+	sc, err := plotter.NewScatter(per)
+	if err != nil {
+		return fmt.Errorf("plot clients: %w", err)
+	}
+	sc.Color, sc.Shape, sc.Radius = chart.Color(0), chart.Shape(0), vg.Points(3)
+	line, err := plotter.NewLine(plotter.XYs{{X: per[0].X, Y: mean}, {X: per[len(per)-1].X, Y: mean}})
+	if err != nil {
+		return fmt.Errorf("plot clients: %w", err)
+	}
+	line.Color, line.Dashes, line.Width = chart.Color(1), chart.Dashes(1), vg.Points(1.5)
+	p.Add(line, sc)
+	p.Legend.Add(fmt.Sprintf("one client (%d that train)", len(per)), sc)
+	p.Legend.Add(fmt.Sprintf("mean over clients, %.1f %%", mean), line)
+	data := []plotter.XYs{line.XYs}
+	for _, q := range per {
+		data = append(data, plotter.XYs{q}) // separate markers, not a line
+	}
+	return saveFigure(p, dir, "clients", data...)
 }
 
 // save draws named lines (label, points, label, points, ...) into dir/base.{png,svg}.
@@ -58,21 +118,19 @@ func save(dir, base, title, x, y string, lines ...any) error {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	p.X.Tick.Marker = chart.IntTicks{} // rounds, epochs, clients: no tick at 2.5
-	var args []any
-	var curves []plotter.XYs
-	for i := 0; i+1 < len(lines); i += 2 {
-		// a diverged run's NaN or infinite loss cannot be drawn; the metrics files keep it
-		if pts := chart.Points(lines[i+1].(plotter.XYs)); len(pts) > 0 {
-			args = append(args, lines[i], pts)
-			curves = append(curves, pts)
-		}
-	}
-	if len(args) == 0 {
-		return nil
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
+	curves, err := chart.AddLines(p, lines...)
+	if err != nil {
 		return fmt.Errorf("plot %s: %w", base, err)
 	}
+	if len(curves) == 0 {
+		return nil
+	}
+	return saveFigure(p, dir, base, curves...)
+}
+
+// saveFigure pads p, places its legend off curves and writes it as dir/base.{png,svg}, a
+// 7×4 inch figure.
+func saveFigure(p *plot.Plot, dir, base string, curves ...plotter.XYs) error {
 	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)
 	for _, ext := range []string{"png", "svg"} {
 		if err := chart.Save(p, 7*vg.Inch, 4*vg.Inch, filepath.Join(dir, base+"."+ext)); err != nil {
@@ -103,7 +161,6 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy (all test samples)", "round", "accuracy, %"
 	p.X.Tick.Marker = chart.IntTicks{}
 	var args []any
-	var curves []plotter.XYs
 	for i, dir := range dirs {
 		label, div := labels[i], rundir.DivergedAt(dir)
 		if div != 0 {
@@ -116,10 +173,10 @@ func CompareLabelled(path string, dirs, labels []string) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, label, chart.Points(pts))
-		curves = append(curves, chart.Points(pts))
+		args = append(args, label, pts)
 	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
+	curves, err := chart.AddLines(p, args...)
+	if err != nil {
 		return err
 	}
 	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)

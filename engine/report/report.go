@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +118,14 @@ func loadRunData(dir string, cfg config.Config) (*runData, error) {
 		}
 	}
 	return r, nil
+}
+
+// title names the run in its figures' titles (RunTitle).
+func (r *runData) title() string {
+	if r.summary != nil {
+		return RunTitle(r.cfg, r.summary.Member, r.summary.Sweep)
+	}
+	return RunTitle(r.cfg, "", nil)
 }
 
 // finalAccuracy is the last evaluation's per-client accuracies of the clients that train.
@@ -298,8 +305,8 @@ func plotPNG(p *plot.Plot, caption string, w, h vg.Length) *figure {
 	return &figure{Caption: caption, Src: dataURI("image/png", b)}
 }
 
-// distribution is the per-client accuracy figure: a histogram for one run, each member's
-// density for several.
+// distribution is the per-client accuracy figure: a histogram for one run; for several,
+// each member's density, or each member's clients as points under stripClients clients.
 func distribution(runs []*runData) *figure {
 	p := plot.New()
 	p.X.Label.Text = "final accuracy per client, %"
@@ -313,20 +320,21 @@ func distribution(runs []*runData) *figure {
 		for i, a := range acc {
 			vals[i] = 100 * a
 		}
-		h, err := plotter.NewHist(vals, 20)
+		h, err := plotter.NewHist(vals, min(20, max(5, len(vals)/2))) // a few clients: a few wide bins
 		if err != nil {
 			return nil
 		}
-		h.FillColor = color.RGBA{R: 80, G: 120, B: 200, A: 255}
+		h.FillColor = chart.Color(0)
 		p.Add(h)
-		p.Title.Text, p.Y.Label.Text = runs[0].cfg.Name+": per-client accuracy at the last evaluation", "clients"
+		p.Title.Text, p.Y.Label.Text = runs[0].title()+": per-client accuracy at the last evaluation", "clients"
 		p.Y.Min = 0
 		chart.Pad(p, 0.03)
 		p.Y.Min = 0
 		p.Y.Tick.Marker = chart.IntTicks{} // a count of clients
 		return plotPNG(p, fmt.Sprintf("%d clients that train (novel clients left out)", len(acc)), 6*vg.Inch, 3.5*vg.Inch)
 	}
-	var lines []any
+	var rows []stripRow
+	n := 0
 	for _, r := range runs {
 		acc := chart.Values(r.finalAccuracy())
 		if len(acc) == 0 {
@@ -335,13 +343,18 @@ func distribution(runs []*runData) *figure {
 		for i := range acc {
 			acc[i] *= 100
 		}
-		lines = append(lines, r.cfg.Name, chart.Points(densityCurve(acc, 200, 0, 100)))
+		rows = append(rows, stripRow{r.cfg.Name, acc})
+		n = max(n, len(acc))
 	}
-	p, err := densityFigure("per-client accuracy at the last evaluation", "final accuracy per client, %", false, lines...)
+	p, err := perClientFigure("per-client accuracy at the last evaluation", "final accuracy per client, %", false, rows, 0, 100)
 	if err != nil || p == nil {
 		return nil
 	}
-	return plotPNG(p, "Gaussian kernel density of each member's per-client accuracies (Silverman's bandwidth; novel clients left out)", 7*vg.Inch, 4*vg.Inch)
+	caption := "Gaussian kernel density of each member's per-client accuracies (Silverman's bandwidth; novel clients left out)"
+	if n < stripClients {
+		caption = fmt.Sprintf("each member's clients (fewer than %d: each a point, the bar their median; novel clients left out)", stripClients)
+	}
+	return plotPNG(p, caption, 7*vg.Inch, 4*vg.Inch)
 }
 
 // mapsFigures are the maps sheets in dir/maps.

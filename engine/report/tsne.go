@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +12,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -22,11 +22,22 @@ import (
 	"pfl/engine/rundir"
 )
 
-// clientGroups is each client's coarse group when the run's partition (dir/partition.json)
-// has one — the coarse-groups partition, whose clients of one coarse class hold exactly its
-// fine classes: clients are grouped by the set of classes they train on, numbered in order
-// of first appearance — and nil otherwise.
-func clientGroups(dir string) ([]int, error) {
+// clientClasses is what a run's partition (dir/partition.json) says of its clients for a
+// t-SNE: each client's coarse group under the coarse-groups partition (whose clients of
+// one coarse class hold exactly its fine classes: clients are grouped by the set of
+// classes they train on, numbered in order of first appearance; nil under any other
+// partition), each client's majority class (the class most of its training samples have)
+// and that class's share of its samples, and the dataset's class names (nil when it names
+// none).
+type clientClasses struct {
+	groups   []int
+	majority []int
+	share    []float64
+	names    []string
+}
+
+// readClientClasses reads dir/partition.json into a clientClasses.
+func readClientClasses(dir string) (*clientClasses, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "partition.json"))
 	if err != nil {
 		return nil, err
@@ -35,50 +46,67 @@ func clientGroups(dir string) ([]int, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "partition.json"), err)
 	}
-	if m.Config.Method != data.MethodCoarseGroups {
-		return nil, nil
-	}
+	cc := &clientClasses{names: m.ClassNames}
 	ids := map[string]int{}
-	var out []int
 	for _, row := range m.TrainCount {
 		var key strings.Builder
+		best, total := 0, 0
 		for c, n := range row {
 			if n > 0 {
 				fmt.Fprintf(&key, "%d,", c)
 			}
+			if n > row[best] {
+				best = c
+			}
+			total += n
 		}
 		g, ok := ids[key.String()]
 		if !ok {
 			g = len(ids)
 			ids[key.String()] = g
 		}
-		out = append(out, g)
+		cc.groups = append(cc.groups, g)
+		share := 0.0
+		if total > 0 {
+			share = float64(row[best]) / float64(total)
+		} else {
+			best = -1 // a client without training samples has no majority
+		}
+		cc.majority, cc.share = append(cc.majority, best), append(cc.share, share)
 	}
-	return out, nil
+	if m.Config.Method != data.MethodCoarseGroups {
+		cc.groups = nil
+	}
+	return cc, nil
 }
 
-// maxTSNEClients is the most clients a t-SNE gives a colour and legend entry each: past
-// that, colours repeat and cannot tell clients apart.
-var maxTSNEClients = len(chart.Categorical)
+// maxTSNELegend is the most entries a t-SNE's legend lists; past that the points' colours
+// repeat too often to be told apart anyway, and the legend is left out.
+const maxTSNELegend = 24
 
 // maxTSNELabels is the most clients a t-SNE writes the number of next to its point.
 const maxTSNELabels = 64
 
 // tsneLayout is a run's client embeddings placed in the plane: each row's client, whether
-// it is novel, its coarse group (−1 without groups) and its two coordinates.
+// it is novel, its coarse group (−1 without groups), its majority class (−1 unknown) and
+// share, the class names, and its two coordinates.
 type tsneLayout struct {
-	e     *rundir.Embeddings
-	group []int
-	xy    []float64 // x0, y0, x1, y1, ...
+	e        *rundir.Embeddings
+	group    []int
+	majority []int
+	share    []float64
+	names    []string
+	xy       []float64 // x0, y0, x1, y1, ...
 }
 
 // EmbeddingTSNE draws the t-SNE of a run's client embeddings (FedTP Fig. 9, TransFed
-// Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, a colour per client
-// (up to maxTSNEClients; more: a colour per coarse group) and a marker shape per coarse
-// group when the partition has one, novel clients as crosses, past that each point's client
-// number beside it (up to maxTSNELabels), the legend beside the map, and the coordinates in
-// dir/embeddings_tsne.csv (client, novel, group, x, y; group −1 without groups). The
-// layout is seeded by the run's seed. A run without embeddings.csv is an error.
+// Fig. 4) from dir/embeddings.csv: dir/embeddings_tsne.{png,svg}, each client a point
+// coloured by its coarse group when the partition has groups (as the papers' figures),
+// else by its majority class (named in the legend with the dataset's class names), novel
+// clients as crosses, each point's client number and majority share beside it (up to
+// maxTSNELabels), and the coordinates in dir/embeddings_tsne.csv (client, novel, group, x,
+// y; group −1 without groups). The layout is seeded by the run's seed. A run without
+// embeddings.csv is an error.
 func EmbeddingTSNE(dir string) error {
 	if err := rundir.NotAGrid(dir, "pfl tsne"); err != nil {
 		return err
@@ -95,14 +123,18 @@ func EmbeddingTSNE(dir string) error {
 		return err
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: t-SNE of the client embeddings", cfg.Name)
+	title := RunTitle(cfg, "", nil)
+	if s, err := rundir.ReadSummary(dir); err == nil { // it names the suite member and sweep point
+		title = RunTitle(cfg, s.Member, s.Sweep)
+	}
+	p.Title.Text = title + ": t-SNE of the client embeddings"
 	p.X.Label.Text, p.Y.Label.Text = "t-SNE 1 (no unit)", "t-SNE 2 (no unit)"
-	if err := t.draw(p); err != nil {
+	data, err := t.draw(p)
+	if err != nil {
 		return err
 	}
-	chart.Pad(p, 0.05)
-	// clients fill the whole map: the legend goes beside it
-	chart.LegendOutside(p, 6*vg.Inch, 5*vg.Inch)
+	chart.Pad(p, 0.08)
+	chart.PlaceLegend(p, 6*vg.Inch, 5*vg.Inch, data...)
 	for _, ext := range []string{"png", "svg"} {
 		if err := chart.Save(p, 6*vg.Inch, 5*vg.Inch, filepath.Join(dir, "embeddings_tsne."+ext)); err != nil {
 			return err
@@ -118,7 +150,7 @@ func placeEmbeddings(dir string, seed uint64) (*tsneLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups, err := clientGroups(dir)
+	cc, err := readClientClasses(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -137,13 +169,16 @@ func placeEmbeddings(dir string, seed uint64) (*tsneLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tsneLayout{e: e, xy: y}
+	t := &tsneLayout{e: e, xy: y, names: cc.names}
 	for _, c := range e.Clients {
-		g := -1
-		if groups != nil && c < len(groups) {
-			g = groups[c]
+		g, m, sh := -1, -1, 0.0
+		if cc.groups != nil && c < len(cc.groups) {
+			g = cc.groups[c]
 		}
-		t.group = append(t.group, g)
+		if c < len(cc.majority) {
+			m, sh = cc.majority[c], cc.share[c]
+		}
+		t.group, t.majority, t.share = append(t.group, g), append(t.majority, m), append(t.share, sh)
 	}
 	return t, nil
 }
@@ -158,20 +193,19 @@ func (t *tsneLayout) writeCSV(path string) error {
 	return atomicfile.WriteBytes(path, []byte(table.String()))
 }
 
-// tsneKey is one series of a t-SNE figure: a client (−1 when colours go by group), a
-// coarse group (−1 without groups), and novel or not.
-type tsneKey struct{ client, group, novel int }
+// tsneKey is one series of a t-SNE figure: the colour's class or group (−1: none known)
+// and novel or not.
+type tsneKey struct{ colour, novel int }
 
-// series groups the layout's points by key: few clients, a colour each (named in the
-// legend, the coarse group as the marker's shape); many, a colour per coarse group, as
-// the papers' figures.
-func (t *tsneLayout) series(perClient bool) ([]tsneKey, map[tsneKey]plotter.XYs) {
+// series groups the layout's points by key: by coarse group when there are groups, else
+// by majority class; the keys sorted by colour, novel clients last.
+func (t *tsneLayout) series() ([]tsneKey, map[tsneKey]plotter.XYs) {
 	byKey := map[tsneKey]plotter.XYs{}
 	var keys []tsneKey
-	for i, c := range t.e.Clients {
-		k := tsneKey{-1, t.group[i], 0}
-		if perClient {
-			k.client = c
+	for i := range t.e.Clients {
+		k := tsneKey{t.majority[i], 0}
+		if t.group[i] >= 0 {
+			k.colour = t.group[i]
 		}
 		if t.e.Novel[i] {
 			k.novel = 1
@@ -182,87 +216,94 @@ func (t *tsneLayout) series(perClient bool) ([]tsneKey, map[tsneKey]plotter.XYs)
 		byKey[k] = append(byKey[k], plotter.XY{X: t.xy[2*i], Y: t.xy[2*i+1]})
 	}
 	slices.SortFunc(keys, func(a, b tsneKey) int {
-		if a.group != b.group {
-			return a.group - b.group
+		if a.novel != b.novel {
+			return a.novel - b.novel
 		}
-		if a.client != b.client {
-			return a.client - b.client
-		}
-		return a.novel - b.novel
+		return a.colour - b.colour
 	})
 	return keys, byKey
 }
 
-// draw adds the layout's points to p: a scatter per series, each in the legend while
-// there are few, and with many clients each point's client number.
-func (t *tsneLayout) draw(p *plot.Plot) error {
-	perClient := len(t.e.Clients) <= maxTSNEClients
-	keys, byKey := t.series(perClient)
-	for ci, k := range keys {
+// draw adds the layout's points to p, a scatter per series, each in the legend while
+// there are few, and each point's client number beside it; it returns the points, each on
+// its own, for PlaceLegend.
+func (t *tsneLayout) draw(p *plot.Plot) ([]plotter.XYs, error) {
+	keys, byKey := t.series()
+	colours := map[int]int{} // class or group → its colour's index
+	var data []plotter.XYs
+	for _, k := range keys {
 		pts := chart.Points(byKey[k]) // the CSV keeps a coordinate that cannot be drawn
 		if len(pts) == 0 {
 			continue
 		}
+		if _, ok := colours[k.colour]; !ok {
+			colours[k.colour] = len(colours)
+		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		name := styleSeries(sc, k, ci, perClient)
+		ci := colours[k.colour]
+		sc.Color, sc.Shape, sc.Radius = chart.Color(ci), chart.Shape(ci), vg.Points(4)
+		if k.novel == 1 {
+			sc.Shape = draw.CrossGlyph{}
+		}
 		p.Add(sc)
-		if len(keys) <= 24 {
-			p.Legend.Add(name, sc)
+		if len(keys) <= maxTSNELegend {
+			p.Legend.Add(t.seriesName(k), sc)
+		}
+		for _, q := range pts {
+			data = append(data, plotter.XYs{q})
 		}
 	}
-	if !perClient && len(t.e.Clients) <= maxTSNELabels {
+	if len(t.e.Clients) <= maxTSNELabels {
 		t.label(p)
 	}
-	return nil
+	return data, nil
 }
 
-// styleSeries gives the scatter of series k (the ci-th) its colour and shape and returns
-// its legend's name.
-func styleSeries(sc *plotter.Scatter, k tsneKey, ci int, perClient bool) string {
-	sc.GlyphStyle.Radius = vg.Points(3.5)
-	sc.GlyphStyle.Shape = draw.CircleGlyph{}
-	sc.GlyphStyle.Color = plotutil.Color(max(k.group, 0))
+// seriesName is series k's legend entry: its group, or its majority class by name.
+func (t *tsneLayout) seriesName(k tsneKey) string {
 	var name string
-	if perClient {
-		sc.GlyphStyle.Color = chart.Categorical[ci%len(chart.Categorical)]
-		name = fmt.Sprintf("client %d", k.client)
-	}
-	if k.group >= 0 {
-		if perClient {
-			sc.GlyphStyle.Shape = plotutil.Shape(k.group)
-			name += ", "
-		}
-		name += fmt.Sprintf("group %d", k.group)
-	}
-	if name == "" {
+	switch {
+	case slices.ContainsFunc(t.group, func(g int) bool { return g >= 0 }):
+		name = fmt.Sprintf("coarse group %d", k.colour)
+	case k.colour < 0:
 		name = "clients"
+	case k.colour < len(t.names):
+		name = fmt.Sprintf("majority class %d, %s", k.colour, t.names[k.colour])
+	default:
+		name = fmt.Sprintf("majority class %d", k.colour)
 	}
 	if k.novel == 1 {
-		sc.GlyphStyle.Shape = draw.CrossGlyph{}
 		name += " (novel)"
 	}
 	return name
 }
 
-// label writes each point's client number beside it (too many clients for a colour
-// each).
+// label writes each point's client number beside it, with the share of its training
+// samples in its majority class (its class mix: 100 % holds one class only) where known.
 func (t *tsneLayout) label(p *plot.Plot) {
 	var xy plotter.XYs
 	var names []string
 	for i, c := range t.e.Clients {
 		if chart.Drawable(t.xy[2*i]) && chart.Drawable(t.xy[2*i+1]) {
 			xy = append(xy, plotter.XY{X: t.xy[2*i], Y: t.xy[2*i+1]})
-			names = append(names, strconv.Itoa(c))
+			name := strconv.Itoa(c)
+			if t.majority[i] >= 0 {
+				name += fmt.Sprintf(" (%.0f%%)", 100*t.share[i])
+			}
+			names = append(names, name)
 		}
 	}
-	if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names}); err == nil && len(xy) > 0 {
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(7)
-		}
-		lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(2)}
-		p.Add(lb)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names})
+	if err != nil || len(xy) == 0 {
+		return
 	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(8)
+		lb.TextStyle[i].Color = color.Gray{Y: 60}
+	}
+	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
+	p.Add(lb)
 }

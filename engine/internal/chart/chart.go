@@ -79,8 +79,10 @@ func fixAxes(p *plot.Plot) {
 	}
 }
 
-// Render draws p as an image of w×h in format ("png", "svg"). A panic inside gonum/plot
-// (a case fixAxes does not foresee) is returned as an error.
+// Render draws p as an image of w×h in format ("png", "svg"), with its legend where
+// PlaceLegend put it (in a corner of the data area by default) and round ticks on axes
+// that have gonum's. A panic inside gonum/plot (a case fixAxes does not foresee) is
+// returned as an error.
 func Render(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
 	return RenderBeside(p, nil, 0, w, h, format)
 }
@@ -89,44 +91,96 @@ func Render(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
 // check titles, labels and axis ranges through it; nothing else sets it.
 var Rendered func(p, side *plot.Plot)
 
+// Drawn, when set, is told where Render put each figure's parts: tests check through it
+// that a legend lies inside the image and covers no data; nothing else sets it.
+var Drawn func(p *plot.Plot, g Geometry)
+
+// Geometry is where Render drew a figure's parts, in points from the bottom left of the
+// image: the whole image, the data area (where p.X.Norm and p.Y.Norm map 0 and 1), and the
+// legend's box (empty without a legend).
+type Geometry struct {
+	Canvas, Data, Legend vg.Rectangle
+}
+
+// Margins around every figure, so that the title does not touch the top of the image and
+// the last tick label not its right edge.
+const (
+	marginTop   = vg.Length(8)
+	marginRight = vg.Length(8)
+)
+
+// inner is the part of canvas c a plot is drawn in: c less the margins.
+func inner(c draw.Canvas) draw.Canvas {
+	c.Max.Y -= marginTop
+	c.Max.X -= marginRight
+	return c
+}
+
 // RenderBeside is Render with a second plot, side (a colour bar), drawn in a strip sideW
-// wide on the right of the figure (side nil: none).
+// wide on the right of the figure (side nil: none). A legend placed below the axes
+// (PlaceLegend) makes the image taller than h by the legend's height.
 func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("cannot draw the figure: %v", r)
 		}
 	}()
-	c, err := draw.NewFormattedCanvas(w, h, format)
+	fixAxes(p)
+	roundTicks(p)
+	strip := legendStrip(p, w, h)
+	total := h
+	if placement(p) == Below {
+		total += strip
+	}
+	c, err := draw.NewFormattedCanvas(w, total, format)
 	if err != nil {
 		return nil, err
 	}
-	dc := draw.New(c)
-	fixAxes(p)
+	full := draw.New(c)
+	dc := inner(full)
 	if Rendered != nil {
 		Rendered(p, side)
 	}
+	switch placement(p) {
+	case Below:
+		dc.Min.Y += strip
+	case Outside:
+		dc.Max.X -= strip
+	}
 	if side != nil {
 		fixAxes(side)
+		roundTicks(side)
 		dc.Max.X -= sideW
 		// the strip spans the main plot's data area, so the bar lines up with it
 		data := p.DataCanvas(dc)
 		sc := dc
-		sc.Min.X, sc.Max.X = dc.Max.X, dc.Max.X+sideW-vg.Points(6) // off the figure's edge
+		sc.Min.X, sc.Max.X = dc.Max.X+vg.Points(6), dc.Max.X+sideW // a gap between the axes and the bar
 		sc.Min.Y, sc.Max.Y = data.Min.Y, data.Max.Y
 		side.Draw(sc)
 	}
-	if !p.Legend.Left && p.Legend.XOffs > 0 {
-		// a legend pushed past the right edge of the data (LegendOutside): the axes give
-		// it that much room on the right of the figure
-		dc.Max.X -= p.Legend.XOffs
-	}
+	leg := p.Legend
+	p.Legend = plot.NewLegend() // drawn below, where placed
 	p.Draw(dc)
+	p.Legend = leg
+	g := Geometry{Canvas: full.Rectangle, Data: p.DataCanvas(dc).Rectangle}
+	g.Legend = drawLegend(p, full, dc, g.Data)
+	if Drawn != nil {
+		Drawn(p, g)
+	}
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// roundTicks gives each axis of p that has gonum's default ticks RoundTicks instead.
+func roundTicks(p *plot.Plot) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if _, ok := a.Tick.Marker.(plot.DefaultTicks); ok {
+			a.Tick.Marker = RoundTicks{}
+		}
+	}
 }
 
 // SaveBeside is Save with RenderBeside's side plot.

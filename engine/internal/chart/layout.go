@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"image/color"
 	"math"
 	"strconv"
 
@@ -12,17 +11,19 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Corner is where a legend sits inside the data area of a figure.
+// Corner is where a legend sits: a corner of the data area, or beside the axes.
 type Corner int
 
-// The four corners, in the order FreeCorner tries them: top right first (where readers
-// look for a legend), bottom left last.
+// The four corners, in the order FreeCorner tries them (top right first, where readers
+// look for a legend; bottom left last), then the two places outside the axes, inside the
+// image: right of the axes and below them.
 const (
 	TopRight Corner = iota
 	TopLeft
 	BottomRight
 	BottomLeft
-	Outside // no corner is free: right of the axes
+	Outside // right of the axes, top aligned: for a long list of entries
+	Below   // under the axes, across the image: the image grows by the legend's height
 )
 
 // legendMargin is the gap, as a fraction of the data area, kept between a legend and the
@@ -91,81 +92,194 @@ func cornerFree(c Corner, fw, fh float64, curves []plotter.XYs) bool {
 // each figure's legend against its data; nothing else sets it.
 var Placed func(p *plot.Plot, c Corner, fw, fh float64, data []plotter.XYs)
 
+// legendInset is the gap between a legend in a corner and the frame of the data area, and
+// legendGap the gap between a legend outside the axes and the axes.
+const (
+	legendInset = vg.Length(4)
+	legendGap   = vg.Length(10)
+)
+
 // PlaceLegend puts p's legend, for a figure of w × h, in the first corner of the data area
 // where it covers none of curves (the figure's data, as drawn: polylines in data
-// coordinates; a band passes its two edges), else outside the axes on the right. Call it
-// after the axes' ranges are final (Pad, scales), right before Save or Render.
+// coordinates; a band passes its two edges), else below the axes when it is at most a
+// third of the figure's height, else right of the axes. Call it after the axes' ranges
+// are final (Pad, scales), right before Save or Render.
+//
+// The place is kept in p.Legend for Render: a corner as Top, Left and an inset (XOffs,
+// YOffs toward the middle of the data area); right of the axes as XOffs > 0 with Left
+// false; below as YOffs < 0 with Top false.
 func PlaceLegend(p *plot.Plot, w, h vg.Length, curves ...plotter.XYs) Corner {
 	fixAxes(p)
 	fw, fh := LegendSize(p, w, h)
 	var norm []plotter.XYs
 	for _, cv := range curves {
-		var n plotter.XYs
-		for _, q := range Points(cv) {
-			if p.X.Scale == nil || p.Y.Scale == nil {
-				continue
-			}
-			if _, ok := p.X.Scale.(plot.LogScale); ok && q.X <= 0 {
-				continue
-			}
-			if _, ok := p.Y.Scale.(plot.LogScale); ok && q.Y <= 0 {
-				continue
-			}
-			n = append(n, plotter.XY{X: p.X.Norm(q.X), Y: p.Y.Norm(q.Y)})
-		}
-		norm = append(norm, n)
+		norm = append(norm, normalize(p, cv))
 	}
 	c := FreeCorner(fw, fh, norm...)
+	if c == Outside {
+		if _, lh := legendPoints(p); lh <= h/3 {
+			c = Below
+		}
+	}
 	if Placed != nil {
 		Placed(p, c, fw, fh, norm)
 	}
-	p.Legend.XOffs, p.Legend.YOffs = 0, 0
-	switch c {
-	case Outside:
-		LegendOutside(p, w, h)
-	default:
-		p.Legend.Left = c == TopLeft || c == BottomLeft
-		p.Legend.Top = c == TopRight || c == TopLeft
-		// inset from the frame so the legend does not touch the axes
-		inset := vg.Points(4)
-		if p.Legend.Left {
-			p.Legend.XOffs = inset
-		} else {
-			p.Legend.XOffs = -inset
-		}
-		if p.Legend.Top {
-			p.Legend.YOffs = -inset
-		} else {
-			p.Legend.YOffs = inset
-		}
-	}
+	setPlacement(p, c)
 	return c
 }
 
-// LegendOutside puts p's legend right of the axes, top aligned: Render narrows the axes by
-// the legend's width. For figures whose data fill the whole area (a scatter of clients).
-func LegendOutside(p *plot.Plot, w, h vg.Length) {
-	width, _ := legendPoints(p, w, h)
-	p.Legend.Left, p.Legend.Top = false, true
-	p.Legend.YOffs = 0
-	p.Legend.XOffs = width + vg.Points(10)
+// normalize is cv's drawable points in data-area fractions of p (0 to 1 from the bottom
+// left); points a log axis cannot show are left out.
+func normalize(p *plot.Plot, cv plotter.XYs) plotter.XYs {
+	var n plotter.XYs
+	for _, q := range Points(cv) {
+		if p.X.Scale == nil || p.Y.Scale == nil {
+			continue
+		}
+		if _, ok := p.X.Scale.(plot.LogScale); ok && q.X <= 0 {
+			continue
+		}
+		if _, ok := p.Y.Scale.(plot.LogScale); ok && q.Y <= 0 {
+			continue
+		}
+		n = append(n, plotter.XY{X: p.X.Norm(q.X), Y: p.Y.Norm(q.Y)})
+	}
+	return n
 }
+
+// setPlacement records c in p.Legend (see PlaceLegend).
+func setPlacement(p *plot.Plot, c Corner) {
+	l := &p.Legend
+	switch c {
+	case Outside:
+		l.Left, l.Top, l.XOffs, l.YOffs = false, true, 1, 0
+	case Below:
+		l.Left, l.Top, l.XOffs, l.YOffs = true, false, 0, -1
+	default:
+		l.Left = c == TopLeft || c == BottomLeft
+		l.Top = c == TopRight || c == TopLeft
+		l.XOffs, l.YOffs = legendInset, legendInset
+		if !l.Left {
+			l.XOffs = -legendInset
+		}
+		if l.Top {
+			l.YOffs = -legendInset
+		}
+	}
+}
+
+// placement is where p's legend goes (see PlaceLegend): a corner, Outside or Below.
+func placement(p *plot.Plot) Corner {
+	l := p.Legend
+	switch {
+	case !l.Left && l.XOffs > 0:
+		return Outside
+	case !l.Top && l.YOffs < 0:
+		return Below
+	case l.Top && l.Left:
+		return TopLeft
+	case l.Top:
+		return TopRight
+	case l.Left:
+		return BottomLeft
+	}
+	return BottomRight
+}
+
+// legendStrip is the room a legend outside the axes takes from a w × h figure: its width
+// (right of the axes) or height (below them) and the gap to the axes; 0 inside the axes
+// or without entries.
+func legendStrip(p *plot.Plot, w, h vg.Length) vg.Length {
+	lw, lh := legendPoints(p)
+	if lw == 0 || lh == 0 {
+		return 0
+	}
+	switch placement(p) {
+	case Outside:
+		return lw + legendGap
+	case Below:
+		return lh + p.Legend.TextStyle.FontExtents().Descent + legendGap + legendInset
+	}
+	return 0
+}
+
+// drawLegend draws p's legend where it is placed, on full (the image) whose plot was
+// drawn in dc with data area data, and returns its box (empty without entries).
+func drawLegend(p *plot.Plot, full, dc draw.Canvas, data vg.Rectangle) vg.Rectangle {
+	lw, lh := legendPoints(p)
+	if lw == 0 || lh == 0 {
+		return vg.Rectangle{}
+	}
+	l := spaced(p.Legend)
+	c := draw.Canvas{Canvas: full.Canvas, Rectangle: data}
+	switch placement(p) {
+	case Outside: // top aligned with the data, right of the axes
+		c.Min.X, c.Max.X = dc.Max.X+legendGap, dc.Max.X+legendGap+lw
+		l.Left, l.Top, l.XOffs, l.YOffs = true, true, 0, 0
+	case Below: // under the axes, aligned with the data's left edge
+		c.Min.Y, c.Max.Y = full.Min.Y, dc.Min.Y-legendGap/2
+		l.Left, l.Top, l.XOffs, l.YOffs = true, true, 0, 0
+	}
+	l.Draw(c)
+	return legendBox(l, c, lw, lh)
+}
+
+// legendBox is the box legend l of lw × lh covers when drawn on c (gonum's Legend.Draw:
+// an icon column beside the text, the first entry a font descent under the top).
+func legendBox(l plot.Legend, c draw.Canvas, lw, lh vg.Length) vg.Rectangle {
+	var r vg.Rectangle
+	if l.Left {
+		r.Min.X = c.Min.X + l.XOffs
+		r.Max.X = r.Min.X + lw
+	} else {
+		r.Max.X = c.Max.X + l.XOffs
+		r.Min.X = r.Max.X - lw
+	}
+	if l.Top {
+		r.Max.Y = c.Max.Y + l.YOffs
+		r.Min.Y = r.Max.Y - lh - l.TextStyle.FontExtents().Descent
+	} else {
+		r.Min.Y = c.Min.Y + l.YOffs
+		r.Max.Y = r.Min.Y + lh
+	}
+	return r
+}
+
+// LegendOutside puts p's legend right of the axes, top aligned: Render narrows the axes by
+// the legend's width. For figures whose data fill the whole area and whose legend is too
+// long to go below them.
+func LegendOutside(p *plot.Plot) { setPlacement(p, Outside) }
 
 // LegendSize is p's legend's width and height as fractions of the data area of a w × h
 // figure (0, 0 without entries).
 func LegendSize(p *plot.Plot, w, h vg.Length) (fw, fh float64) {
-	lw, lh := legendPoints(p, w, h)
-	dc := p.DataCanvas(draw.New(vgimg.New(w, h)))
+	lw, lh := legendPoints(p)
+	if lw == 0 || lh == 0 {
+		return 0, 0
+	}
+	dc := p.DataCanvas(inner(draw.New(vgimg.New(w, h))))
 	dw, dh := dc.Max.X-dc.Min.X, dc.Max.Y-dc.Min.Y
 	if dw <= 0 || dh <= 0 {
 		return 1, 1
 	}
-	return float64(lw / dw), float64(lh / dh)
+	return float64((lw + legendInset) / dw), float64((lh + legendInset) / dh)
 }
 
-func legendPoints(p *plot.Plot, w, h vg.Length) (vg.Length, vg.Length) {
-	r := p.Legend.Rectangle(draw.New(vgimg.New(w, h)))
+// legendPoints is the width and height of p's legend's entries as drawn (0, 0 without
+// any).
+func legendPoints(p *plot.Plot) (vg.Length, vg.Length) {
+	l := spaced(p.Legend)
+	r := l.Rectangle(draw.New(vgimg.New(100, 100)))
 	return r.Max.X - r.Min.X, r.Max.Y - r.Min.Y
+}
+
+// spaced is l with room between its entries (gonum's default of none lets one entry's
+// descenders touch the next one's capitals).
+func spaced(l plot.Legend) plot.Legend {
+	if l.Padding == 0 {
+		l.Padding = vg.Points(2)
+	}
+	return l
 }
 
 // Pad widens each axis of p by frac of its range on both sides (in log space on a log
@@ -242,13 +356,4 @@ func (IntTicks) Ticks(lo, hi float64) []plot.Tick {
 		return plot.DefaultTicks{}.Ticks(lo, hi)
 	}
 	return ticks
-}
-
-// Categorical are twelve colours told apart at a glance (Tableau's ten, then two darker
-// ones), for figures with a colour per client; plotutil's seven repeat too soon.
-var Categorical = []color.Color{
-	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
-	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
-	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
-	color.RGBA{23, 190, 207, 255}, color.RGBA{0, 0, 0, 255}, color.RGBA{0, 0, 128, 255},
 }

@@ -37,7 +37,7 @@ func TestFreeCorner(t *testing.T) {
 }
 
 // TestPlaceLegend: on a real plot the legend lands in the free corner, aligned to it, and
-// Render reserves room for a legend beside the axes.
+// Render reserves room for a legend beside the axes or below them.
 func TestPlaceLegend(t *testing.T) {
 	p := plot.New()
 	pts := plotter.XYs{{X: 1, Y: 10}, {X: 10, Y: 90}}
@@ -47,12 +47,16 @@ func TestPlaceLegend(t *testing.T) {
 	if c := PlaceLegend(p, 7*vg.Inch, 4*vg.Inch, pts); c != TopLeft || !p.Legend.Left || !p.Legend.Top {
 		t.Errorf("corner %d (left %t, top %t), want top left", c, p.Legend.Left, p.Legend.Top)
 	}
-	LegendOutside(p, 7*vg.Inch, 4*vg.Inch)
-	if p.Legend.Left || p.Legend.XOffs <= 0 {
-		t.Errorf("outside: left %t, x offset %v", p.Legend.Left, p.Legend.XOffs)
+	LegendOutside(p)
+	if placement(p) != Outside {
+		t.Errorf("outside: placed %d", placement(p))
 	}
 	if _, err := Render(p, 7*vg.Inch, 4*vg.Inch, "png"); err != nil {
 		t.Error(err)
+	}
+	falling := plotter.XYs{{X: 1, Y: 90}, {X: 10, Y: 10}}
+	if c := PlaceLegend(p, 7*vg.Inch, 4*vg.Inch, pts, falling); c != Below || placement(p) != Below {
+		t.Errorf("both diagonals taken, one entry: placed %d, want below", c)
 	}
 }
 
