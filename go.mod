@@ -3,6 +3,7 @@ module pfl
 go 1.26
 
 require (
+	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/image v0.30.0
@@ -11,7 +12,6 @@ require (
 )
 
 require (
-	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect

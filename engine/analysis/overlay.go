@@ -9,9 +9,13 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
+	"codeberg.org/go-fonts/liberation/liberationsansregular"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
 
 	"pfl/engine/internal/atomicfile"
@@ -114,56 +118,60 @@ func Overlay(im Image, heat []float64, gh, gw, scale int, alpha float64) (*image
 }
 
 // Sheet lays images out in a grid, with a label left of each row and above each column
-// (empty labels leave their margin blank; a nil image leaves its cell blank), on white.
+// (empty labels leave their margin blank; a nil image leaves its cell blank), on white;
+// each row is as high as its highest image.
+// Labels are set in Liberation Sans (TextFace) and wrapped at spaces to their column's
+// width (a row label to rowLabelWidth): no label runs into the next or loses a word.
 func Sheet(cells [][]image.Image, rowLabels, colLabels []string) *image.RGBA {
-	const pad = 4
-	face := basicfont.Face7x13
-	cw, ch := 0, 0
-	for _, row := range cells {
+	const pad = 6
+	face := TextFace()
+	lineH := face.Metrics().Height.Ceil()
+	cw, rowH, height := 0, make([]int, len(cells)), 0 // a row as high as its highest image
+	for i, row := range cells {
 		for _, c := range row {
 			if c != nil {
-				cw, ch = max(cw, c.Bounds().Dx()), max(ch, c.Bounds().Dy())
+				cw, rowH[i] = max(cw, c.Bounds().Dx()), max(rowH[i], c.Bounds().Dy())
 			}
 		}
-	}
-	left := 0
-	for _, l := range rowLabels {
-		left = max(left, font.MeasureString(face, l).Ceil()+2*pad)
-	}
-	top := 0
-	for _, l := range colLabels {
-		if l != "" {
-			top = face.Height + 2*pad
-		}
+		height += rowH[i] + pad
 	}
 	cols := 0
 	for _, row := range cells {
 		cols = max(cols, len(row))
 	}
-	out := image.NewRGBA(image.Rect(0, 0, left+cols*(cw+pad)+pad, top+len(cells)*(ch+pad)+pad))
-	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
-	text := func(s string, x, y int) {
-		d := font.Drawer{Dst: out, Src: image.Black, Face: face, Dot: fixed.P(x, y)}
-		d.DrawString(s)
-	}
-	for j, l := range colLabels {
-		if j < cols {
-			// a label wider than its column would run into the next: without its first
-			// word ("#15 Ankle boot": the image's number), then cut
-			if _, rest, ok := strings.Cut(l, " "); ok && font.MeasureString(face, l).Ceil() > cw {
-				l = rest
-			}
-			for font.MeasureString(face, l).Ceil() > cw && len(l) > 1 {
-				l = l[:len(l)-1]
-			}
-			w := font.MeasureString(face, l).Ceil()
-			text(l, left+pad+j*(cw+pad)+max(0, (cw-w)/2), top-pad-3)
+	rows := make([][]string, len(rowLabels))
+	left := 0
+	for i, l := range rowLabels {
+		rows[i] = Wrap(face, l, rowLabelWidth)
+		for _, line := range rows[i] {
+			left = max(left, font.MeasureString(face, line).Ceil()+2*pad)
 		}
 	}
+	heads := make([][]string, min(len(colLabels), cols))
+	top := 0
+	for j := range heads {
+		heads[j] = Wrap(face, colLabels[j], cw)
+		if colLabels[j] != "" {
+			top = max(top, len(heads[j])*lineH+2*pad)
+		}
+	}
+	out := image.NewRGBA(image.Rect(0, 0, left+cols*(cw+pad)+pad, top+height+pad))
+	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
+	for j, lines := range heads {
+		x0 := left + pad + j*(cw+pad)
+		y0 := top - pad - len(lines)*lineH // the lines sit on the images
+		for k, line := range lines {
+			w := font.MeasureString(face, line).Ceil()
+			drawText(out, face, image.Black, line, x0+max(0, (cw-w)/2), y0+k*lineH+face.Metrics().Ascent.Ceil())
+		}
+	}
+	y := top + pad
 	for i, row := range cells {
-		y := top + pad + i*(ch+pad)
-		if i < len(rowLabels) {
-			text(rowLabels[i], pad, y+ch/2+face.Ascent/2)
+		if i < len(rows) {
+			y0 := y + (rowH[i]-len(rows[i])*lineH)/2
+			for k, line := range rows[i] {
+				drawText(out, face, image.Black, line, pad, y0+k*lineH+face.Metrics().Ascent.Ceil())
+			}
 		}
 		for j, c := range row {
 			if c == nil {
@@ -172,8 +180,63 @@ func Sheet(cells [][]image.Image, rowLabels, colLabels []string) *image.RGBA {
 			x := left + pad + j*(cw+pad)
 			draw.Draw(out, image.Rect(x, y, x+c.Bounds().Dx(), y+c.Bounds().Dy()), c, c.Bounds().Min, draw.Src)
 		}
+		y += rowH[i] + pad
 	}
 	return out
+}
+
+// rowLabelWidth is the widest a sheet's row label is set before it wraps, in pixels.
+const rowLabelWidth = 170
+
+// TextFace is the face of the text on sheets: Liberation Sans (metric-compatible with
+// Arial; its licence, the SIL Open Font License, lets it ship inside the binary) at 14
+// pixels, hinted. A face keeps state while it draws: every sheet takes its own.
+func TextFace() font.Face {
+	f, err := sansFont()
+	if err != nil {
+		return basicfont.Face7x13 // the embedded font cannot fail to parse; were it to, text stays legible
+	}
+	face, err := opentype.NewFace(f, &opentype.FaceOptions{Size: 14, DPI: 72, Hinting: font.HintingFull})
+	if err != nil {
+		return basicfont.Face7x13
+	}
+	return face
+}
+
+// sansFont is Liberation Sans, parsed once.
+var sansFont = sync.OnceValues(func() (*opentype.Font, error) { return opentype.Parse(liberationsansregular.TTF) })
+
+// drawText draws s on dst in src's colour with its baseline's left end at (x, y).
+func drawText(dst draw.Image, face font.Face, src image.Image, s string, x, y int) {
+	d := font.Drawer{Dst: dst, Src: src, Face: face, Dot: fixed.P(x, y)}
+	d.DrawString(s)
+}
+
+// Wrap breaks s at spaces into lines no wider than width pixels in face; a word wider
+// than width on its own is broken between letters. Every letter of s is kept: the lines
+// joined with spaces (the broken words without) are s with its runs of spaces made one.
+func Wrap(face font.Face, s string, width int) []string {
+	var lines []string
+	for _, word := range strings.Fields(s) {
+		if n := len(lines); n > 0 && font.MeasureString(face, lines[n-1]+" "+word).Ceil() <= width {
+			lines[n-1] += " " + word
+			continue
+		}
+		for font.MeasureString(face, word).Ceil() > width && utf8.RuneCountInString(word) > 1 {
+			cut := 1 // the longest head of the word that fits, at least one letter
+			for i := range word {
+				if i > 0 && font.MeasureString(face, word[:i]).Ceil() <= width {
+					cut = i
+				}
+			}
+			if cut == 1 {
+				_, cut = utf8.DecodeRuneInString(word)
+			}
+			lines, word = append(lines, word[:cut]), word[cut:]
+		}
+		lines = append(lines, word)
+	}
+	return lines
 }
 
 // WritePNG writes img to path atomically.
@@ -181,54 +244,38 @@ func WritePNG(path string, img image.Image) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return png.Encode(w, img) })
 }
 
-// Caption is img with a line of text under it on a strip of colour bg (a prediction, on
-// green when right and red when wrong), as wide as img: the first of texts that fits
-// (longest first), else the last cut to fit.
-func Caption(img image.Image, bg color.Color, texts ...string) *image.RGBA {
-	face := basicfont.Face7x13
+// Caption is img with text under it in white on a strip of colour bg (a prediction, on one
+// colour when right and another when wrong), as wide as img: the text is wrapped to the
+// image's width over as many lines as it takes, so that none of it is lost.
+func Caption(img image.Image, bg color.Color, text string) *image.RGBA {
+	face := TextFace()
 	b := img.Bounds()
-	text := ""
-	for _, t := range texts {
-		if text = t; font.MeasureString(face, t).Ceil() <= b.Dx()-2 {
-			break
-		}
-	}
-	h := face.Height + 4
+	lines := Wrap(face, text, b.Dx()-4)
+	lineH := face.Metrics().Height.Ceil()
+	h := len(lines)*lineH + 6
 	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
 	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), img, b.Min, draw.Src)
 	draw.Draw(out, image.Rect(0, b.Dy(), b.Dx(), b.Dy()+h), image.NewUniform(bg), image.Point{}, draw.Src)
-	for font.MeasureString(face, text).Ceil() > b.Dx()-2 && len(text) > 1 {
-		text = text[:len(text)-1] // a narrow image: the caption's end is cut
+	for k, line := range lines {
+		w := font.MeasureString(face, line).Ceil()
+		drawText(out, face, image.White, line, max(1, (b.Dx()-w)/2), b.Dy()+3+k*lineH+face.Metrics().Ascent.Ceil())
 	}
-	w := font.MeasureString(face, text).Ceil()
-	d := font.Drawer{Dst: out, Src: image.White, Face: face, Dot: fixed.P(max(1, (b.Dx()-w)/2), b.Dy()+face.Ascent+2)}
-	d.DrawString(text)
 	return out
 }
 
 // WithColorBar is sheet with the jet colour scale under it: a bar from 0 (blue) to 1
-// (red) with its ends written beside it and label under it, wrapped to the sheet's width, so a reader can read a map's values.
+// (red) with its ends written beside it and label under it, wrapped to the sheet's width,
+// so a reader can read a map's values.
 func WithColorBar(sheet image.Image, label string) *image.RGBA {
-	const pad, barH = 6, 12
-	face := basicfont.Face7x13
+	const pad, barH = 6, 14
+	face := TextFace()
+	lineH := face.Metrics().Height.Ceil()
 	b := sheet.Bounds()
-	// the label wrapped at words to the sheet's width
-	var lines []string
-	for _, w := range strings.Fields(label) {
-		if n := len(lines); n > 0 && font.MeasureString(face, lines[n-1]+" "+w).Ceil() <= b.Dx()-2*pad {
-			lines[n-1] += " " + w
-		} else {
-			lines = append(lines, w)
-		}
-	}
-	h := barH + len(lines)*face.Height + 3*pad
+	lines := Wrap(face, label, b.Dx()-2*pad)
+	h := barH + len(lines)*lineH + 3*pad
 	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()+h))
 	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
 	draw.Draw(out, image.Rect(0, 0, b.Dx(), b.Dy()), sheet, b.Min, draw.Src)
-	text := func(s string, x, y int) {
-		d := font.Drawer{Dst: out, Src: image.Black, Face: face, Dot: fixed.P(x, y)}
-		d.DrawString(s)
-	}
 	zero := font.MeasureString(face, "0").Ceil()
 	x0 := 2*pad + zero
 	x1 := min(b.Dx()-2*pad-zero, x0+300)
@@ -239,10 +286,11 @@ func WithColorBar(sheet image.Image, label string) *image.RGBA {
 			out.Set(x, yy, c)
 		}
 	}
-	text("0", pad, y+barH-1)
-	text("1", x1+pad/2, y+barH-1)
+	base := y + (barH+face.Metrics().Ascent.Ceil())/2 - 1 // the ends' digits centred on the bar
+	drawText(out, face, image.Black, "0", pad, base)
+	drawText(out, face, image.Black, "1", x1+pad/2, base)
 	for i, l := range lines {
-		text(l, pad, y+barH+pad+face.Ascent+i*face.Height)
+		drawText(out, face, image.Black, l, pad, y+barH+pad+face.Metrics().Ascent.Ceil()+i*lineH)
 	}
 	return out
 }

@@ -123,6 +123,9 @@ func Maps(dir string, o MapOptions) (*report.MapsInfo, error) {
 		}
 		return nil, fmt.Errorf("maps: no member of %s has maps (%s)", dir, strings.Join(why, "; "))
 	}
+	if len(cfg.Suite) == 0 {
+		sheets.members[0].Name = "" // a run of its own: its name (a grid's seed-1) names no member
+	}
 	return info, report.DrawMaps(dir, info, sheets.images, sheets.classNames, sheets.members, o.Side, o.Alpha)
 }
 
@@ -184,7 +187,7 @@ func (ms *mapSheets) memberMaps(cfg config.Config, dir string, o MapOptions, inf
 			return nil, err
 		}
 	}
-	res := &memberHeats{MemberHeats: report.MemberHeats{Name: cfg.Name, Heats: make([][]report.Heat, len(info.Clients))}}
+	res := &memberHeats{MemberHeats: report.MemberHeats{Name: cfg.Name, Algorithm: cfg.Algorithm.Name, Heats: make([][]report.Heat, len(info.Clients))}}
 	err = se.run.Inspect(info.Clients, info.Images, func(s *cuda.Scope, m model.Model, x *cuda.Tensor, clients []int, valid int) error {
 		return res.inspect(s, m, x, clients, valid, o, info)
 	})

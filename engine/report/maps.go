@@ -3,11 +3,11 @@ package report
 import (
 	"fmt"
 	"image"
-	"image/color"
 	"os"
 	"path/filepath"
 
 	"pfl/engine/analysis"
+	"pfl/engine/internal/chart"
 	"pfl/engine/rundir"
 )
 
@@ -47,10 +47,25 @@ type Heat struct {
 	Pred   int
 }
 
-// MemberHeats is one member's maps: per client, a Heat per image of the sheet.
+// MemberHeats is one member's maps: per client, a Heat per image of the sheet. Name is the
+// suite member's name ("" for a run of its own), Algorithm its algorithm.name, Kind
+// rollout or focal.
 type MemberHeats struct {
-	Name, Kind string // Kind: rollout or focal
-	Heats      [][]Heat
+	Name, Algorithm, Kind string
+	Heats                 [][]Heat
+}
+
+// rowName is a member's row label on a sheet: its algorithm, after the member's name where
+// that differs, and the kind of its maps.
+func (m MemberHeats) rowName() string {
+	name := m.Algorithm
+	switch {
+	case name == "":
+		name = m.Name
+	case m.Name != "" && m.Name != name:
+		name = m.Name + " (" + name + ")"
+	}
+	return name + ": " + m.Kind
 }
 
 // DrawMaps writes the maps sheets of info's clients into dir/maps: client<c>.png per
@@ -66,7 +81,7 @@ func DrawMaps(dir string, info *MapsInfo, images [][]MapImage, classNames []stri
 	}
 	var names []string
 	for _, m := range members {
-		names = append(names, m.Name+" ("+m.Kind+")")
+		names = append(names, m.rowName())
 	}
 	for ci, c := range info.Clients {
 		var inputs []image.Image
@@ -121,13 +136,14 @@ func className(c int, names []string) string {
 	return fmt.Sprint(c)
 }
 
-// predictionCaption is a map with the model's predicted class under it: on green when it
-// is the image's class, on red when not.
+// predictionCaption is a map with the model's predicted class under it and the word right
+// or wrong (on blue when it is the image's class, on vermillion when not: the two
+// colours that stay apart under colour-vision deficiencies, and the word says it without
+// them).
 func predictionCaption(img image.Image, pred, label int, names []string) image.Image {
 	name := className(pred, names)
-	// a long class name on a small image: the colour alone says right or wrong
 	if pred == label {
-		return analysis.Caption(img, color.RGBA{R: 30, G: 130, B: 60, A: 255}, name+": right", name)
+		return analysis.Caption(img, chart.OkabeIto[0], name+": right")
 	}
-	return analysis.Caption(img, color.RGBA{R: 190, G: 40, B: 40, A: 255}, name+": wrong", name)
+	return analysis.Caption(img, chart.OkabeIto[1], name+": wrong")
 }
