@@ -49,7 +49,7 @@ func partitionCmd(args []string, out io.Writer) error {
 	fs.Float64Var(&cfg.HoldOut, "holdout", 0, "fraction of clients held out as novel clients")
 	fs.Float64Var(&cfg.NoiseMax, "noise", 0, "feature imbalance: client i gets noise std noise·i/(N-1)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed")
-	dir := fs.String("out", "runs/partition", "folder for partition.json and partition.png")
+	dir := fs.String("out", "runs/partition", "folder for partition.json and partition.png (and .svg)")
 	path := fs.String("c", "", "export the partition a run of this config (one seed) trains on, as indices into the dataset's files (clients.json beside partition.json); the flags above come from the config then")
 	var sets setFlags
 	fs.Var(&sets, "set", "with -c: override a config key, e.g. --set seed=2 (repeatable)")
@@ -92,7 +92,7 @@ func partitionCmd(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%s: %d train / %d test images, %d classes\n", *spec, f.Train.N, f.Test.N, f.Train.Classes)
 	fmt.Fprintf(out, "%s (%s), %d clients: %d to %d train samples per client\n", cfg.Method, cfg.Convention, cfg.Clients, small, large)
 	fmt.Fprintf(out, "hash %s\n", m.Hash)
-	fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(*dir, "partition.json"), filepath.Join(*dir, "partition.png"))
+	fmt.Fprintf(out, "wrote %s and %s (and .svg)\n", filepath.Join(*dir, "partition.json"), filepath.Join(*dir, "partition.png"))
 	return nil
 }
 
@@ -128,6 +128,6 @@ func exportPartition(fs *flag.FlagSet, path string, sets []string, dir string, o
 	}
 	fmt.Fprintf(out, "%s, seed %d (%s convention), %d clients: %d to %d train samples per client\n", e.Dataset, e.Seed, e.Convention, len(e.Clients), small, large)
 	fmt.Fprintf(out, "hash %s\n", e.Hash)
-	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(dir, "partition.json"), filepath.Join(dir, "partition.png"), filepath.Join(dir, experiment.ClientsFile))
+	fmt.Fprintf(out, "wrote %s, %s (and .svg) and %s\n", filepath.Join(dir, "partition.json"), filepath.Join(dir, "partition.png"), filepath.Join(dir, experiment.ClientsFile))
 	return nil
 }

@@ -1,12 +1,14 @@
 package data
 
 import (
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/internal/chart"
 )
@@ -69,5 +71,49 @@ func TestHeatmapNamesItsPartition(t *testing.T) {
 		if side == nil || side.Y.Label.Text == "" {
 			t.Errorf("%s: no labelled colour bar", tc.cfg.Method)
 		}
+	}
+}
+
+// TestHeatmapWhiteAtZero: a cell with no sample is white, a cell of one sample beside a
+// large count is not (one large cell must not wash the small ones out to blank), larger
+// counts are darker, and the colour bar's label keeps clear of its tick labels.
+func TestHeatmapWhiteAtZero(t *testing.T) {
+	var side *plot.Plot
+	var g chart.Geometry
+	chart.Rendered = func(_, s *plot.Plot) { side = s }
+	chart.Drawn = func(_ *plot.Plot, got chart.Geometry) { g = got }
+	defer func() { chart.Rendered, chart.Drawn = nil, nil }()
+	counts := [][]int{{0, 1}, {30, 1000}} // [client][class]
+	m := Manifest{Dataset: "x", Classes: 2, TrainCount: counts, Config: PartitionConfig{Method: MethodDirichlet, Alpha: 0.3}}
+	path := filepath.Join(t.TempDir(), "partition.png")
+	if err := m.Heatmap(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	scale := float64(b.Dx()) / float64(g.Canvas.Max.X-g.Canvas.Min.X)
+	lum := func(client, class int) float64 { // the luminance at the cell's centre
+		x := float64(g.Data.Min.X) + (float64(client)+0.5)/2*float64(g.Data.Max.X-g.Data.Min.X)
+		y := float64(g.Data.Min.Y) + (float64(class)+0.5)/2*float64(g.Data.Max.Y-g.Data.Min.Y)
+		r, gr, bl, _ := img.At(int(x*scale), b.Max.Y-1-int(y*scale)).RGBA()
+		return (0.2126*float64(r) + 0.7152*float64(gr) + 0.0722*float64(bl)) / 65535
+	}
+	if l := lum(0, 0); l < 0.999 {
+		t.Errorf("a cell of 0 samples has luminance %.3f, want white", l)
+	}
+	one, thirty, most := lum(0, 1), lum(1, 0), lum(1, 1)
+	if one > 0.95 || !(one > thirty && thirty > most) {
+		t.Errorf("luminance of 1, 30 and 1000 samples: %.3f, %.3f, %.3f; want 1 visibly tinted and darker with more", one, thirty, most)
+	}
+	if side == nil || side.Y.Label.Padding < vg.Points(6) {
+		t.Error("the colour bar's label is not padded clear of its tick labels")
 	}
 }

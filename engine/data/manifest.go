@@ -63,7 +63,7 @@ func (f *Federated) Manifest() Manifest {
 }
 
 // WriteManifest writes f's manifest as JSON to dir/partition.json and its label heatmap to
-// dir/partition.png.
+// dir/partition.png and dir/partition.svg (the report's, sharp at any width).
 func (f *Federated) WriteManifest(dir string) error {
 	m := f.Manifest()
 	b, err := json.MarshalIndent(m, "", " ")
@@ -73,7 +73,10 @@ func (f *Federated) WriteManifest(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "partition.json"), b, 0o644); err != nil {
 		return fmt.Errorf("data: manifest: %w", err)
 	}
-	return m.Heatmap(filepath.Join(dir, "partition.png"))
+	if err := m.Heatmap(filepath.Join(dir, "partition.png")); err != nil {
+		return err
+	}
+	return m.Heatmap(filepath.Join(dir, "partition.svg"))
 }
 
 // countGrid adapts a [client][class] count table to plotter.GridXYZ: x is the client,
@@ -90,7 +93,8 @@ func (g countGrid) Z(x, y int) float64 {
 func (g countGrid) X(x int) float64 { return float64(x) }
 func (g countGrid) Y(y int) float64 { return float64(y) }
 
-// Heatmap draws the train label distribution (clients × classes, colour = samples) as a PNG:
+// Heatmap draws the train label distribution (clients × classes, colour = samples) into
+// path (.png or .svg):
 // white where a client has no sample of a class, blues of growing darkness up to the
 // largest count (chart.Sequential), with a labelled colour bar.
 func (m Manifest) Heatmap(path string) error {

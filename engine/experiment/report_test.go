@@ -8,8 +8,10 @@ import (
 	"encoding/xml"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,7 +104,8 @@ func (n *node) content() string {
 }
 
 // checkSelfContained: no script or embedded documents, every link relative to a file
-// that exists beside the page, every image an inline PNG that decodes.
+// that exists beside the page, every image an inline PNG that decodes or an inline SVG
+// that parses (and reaches nothing outside it).
 func checkSelfContained(t *testing.T, path string, doc *node) (images int) {
 	t.Helper()
 	for _, bad := range []string{"script", "link", "iframe", "object", "embed"} {
@@ -129,20 +132,56 @@ func checkSelfContained(t *testing.T, path string, doc *node) (images int) {
 	}
 	for _, img := range doc.all("img") {
 		src := img.attr["src"]
+		svg, isSVG := strings.CutPrefix(src, "data:image/svg+xml;base64,")
 		b64, ok := strings.CutPrefix(src, "data:image/png;base64,")
-		if !ok {
-			t.Fatalf("%s: image %.40q is not an inline PNG", path, src)
+		if !ok && !isSVG {
+			t.Fatalf("%s: image %.40q is not an inline PNG or SVG", path, src)
+		}
+		if isSVG {
+			b64 = svg
 		}
 		b, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := png.DecodeConfig(bytes.NewReader(b)); err != nil {
+		if isSVG {
+			checkSVG(t, path, img.attr["alt"], b)
+		} else if _, err := png.DecodeConfig(bytes.NewReader(b)); err != nil {
 			t.Fatalf("%s: image %q: %v", path, img.attr["alt"], err)
 		}
 		images++
 	}
 	return images
+}
+
+// checkSVG checks that b, an inline SVG image of page path, parses as XML with an <svg>
+// root and links nothing (an image's SVG may not fetch anything anyway).
+func checkSVG(t *testing.T, path, alt string, b []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	root := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: SVG image %q: %v", path, alt, err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			for _, a := range se.Attr {
+				if a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#") && !strings.HasPrefix(a.Value, "data:") {
+					t.Errorf("%s: SVG image %q links %q", path, alt, a.Value)
+				}
+			}
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("%s: image %q is XML rooted at <%s>, not an SVG", path, alt, root)
+	}
 }
 
 // rows is the table's rows as the text of their cells.
@@ -218,8 +257,23 @@ func TestReport(t *testing.T) {
 		}
 		memberPage(t, r.Dir, s.Name, cfg.Algorithm.Name)
 	}
-	if !strings.Contains(doc.byID("results-md").content()+doc.all("pre")[0].content(), "| fedtp |") {
-		t.Error("results.md is not on the suite page")
+	// results.md rendered: its tables as tables (a cell holding fedtp), no raw Markdown
+	md := doc.byID("results-md-body")
+	if md == nil || len(md.all("table")) == 0 || !slices.ContainsFunc(rows(md.all("table")[0]), func(r []string) bool { return len(r) > 0 && r[0] == "fedtp" }) {
+		t.Error("results.md's table is not on the suite page as a table")
+	} else if strings.Contains(md.content(), "|---") {
+		t.Error("results.md's Markdown shows on the suite page unrendered")
+	}
+	// the suite's config names each member's algorithm, not the default the suite file leaves
+	memberKeys := rows(doc.byID("member-config-table"))
+	if len(memberKeys) < 2 || !slices.Equal(memberKeys[0], []string{"key", "fedtp", "local", "fedavg"}) ||
+		!slices.ContainsFunc(memberKeys, func(r []string) bool { return slices.Equal(r, []string{"algorithm.name", `"fedtp"`, `"local"`, `"fedavg"`}) }) {
+		t.Errorf("member keys table %v, want a column per member and their algorithm.name", memberKeys)
+	}
+	for _, r := range rows(doc.byID("config-table")) {
+		if len(r) > 0 && r[0] == "algorithm.name" {
+			t.Errorf("the suite's config table shows %v: one algorithm for three members", r)
+		}
 	}
 	t.Run("chromium", func(t *testing.T) { screenshot(t, pages[0]) })
 	// a single run's page has no navigation

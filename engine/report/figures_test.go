@@ -1,16 +1,18 @@
 package report
 
 import (
-	"encoding/base64"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"pfl/engine/config"
 	"pfl/engine/fl"
@@ -52,11 +54,13 @@ func TestFigures(t *testing.T) {
 	}
 	var rendered []*plot.Plot
 	placed := map[*plot.Plot]placement{}
+	drawn := map[*plot.Plot]chart.Geometry{}
 	chart.Rendered = func(p, _ *plot.Plot) { rendered = append(rendered, p) }
 	chart.Placed = func(p *plot.Plot, c chart.Corner, fw, fh float64, data []plotter.XYs) {
 		placed[p] = placement{c, fw, fh, data}
 	}
-	defer func() { chart.Rendered, chart.Placed = nil, nil }()
+	chart.Drawn = func(p *plot.Plot, g chart.Geometry) { drawn[p] = g }
+	defer func() { chart.Rendered, chart.Placed, chart.Drawn = nil, nil, nil }()
 
 	local, fedavg, fedtp := figureHistory(20, 12, 0.5), figureHistory(20, 12, 0.3), figureHistory(20, 12, 0.75)
 	last := func(h []fl.RoundMetrics) []float64 { return h[len(h)-1].Eval.Accuracy }
@@ -94,16 +98,12 @@ func TestFigures(t *testing.T) {
 		{"gain density", func(t *testing.T, dir string) error { return gainDensity(dir, suite) }, []string{"gain_density.png"}},
 		{"novel clients", func(t *testing.T, dir string) error { return novelPlot(dir, suite) }, []string{"novel.png"}},
 		{"accuracy distribution", func(t *testing.T, dir string) error {
-			for i, f := range []*figure{distribution([]*runData{figureRun("fedtp", fedtp)}),
-				distribution([]*runData{figureRun("fedavg", fedavg), figureRun("fedtp", fedtp)})} {
-				if f == nil {
+			for i, runs := range [][]*runData{{figureRun("fedtp", fedtp)}, {figureRun("fedavg", fedavg), figureRun("fedtp", fedtp)}} {
+				if distribution(runs) == nil {
 					return fmt.Errorf("distribution %d: no figure", i)
 				}
-				png, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(string(f.Src), "data:image/png;base64,"))
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("distribution-%d.png", i+1)), png, 0o644); err != nil {
+				p, _, w, h := distributionPlot(runs)
+				if err := chart.Save(p, w, h, filepath.Join(dir, fmt.Sprintf("distribution-%d.png", i+1))); err != nil {
 					return err
 				}
 			}
@@ -133,11 +133,79 @@ func TestFigures(t *testing.T) {
 				pl, ok := placed[p]
 				if ok {
 					checkLegend(t, p, pl.c, pl.fw, pl.fh, pl.data)
+					checkGeometry(t, p, drawn[p], pl.data)
 				}
 				return ok
 			})
+			for _, p := range slices.Clone(rendered) {
+				checkPalette(t, p)
+			}
 		})
 	}
+}
+
+// checkGeometry checks, where Render drew p (g), that its legend lies inside the image
+// and that none of data (the figure's data in data-area fractions, as PlaceLegend saw
+// them) lies under the legend's box.
+func checkGeometry(t *testing.T, p *plot.Plot, g chart.Geometry, data []plotter.XYs) {
+	t.Helper()
+	l, c := g.Legend, g.Canvas
+	if l.Max.X <= l.Min.X {
+		return // no legend
+	}
+	if l.Min.X < c.Min.X || l.Min.Y < c.Min.Y || l.Max.X > c.Max.X || l.Max.Y > c.Max.Y {
+		t.Errorf("%q: legend box %v outside the image %v", p.Title.Text, l, c)
+	}
+	for _, d := range data {
+		for _, q := range d {
+			x := g.Data.Min.X + vg.Length(q.X)*(g.Data.Max.X-g.Data.Min.X)
+			y := g.Data.Min.Y + vg.Length(q.Y)*(g.Data.Max.Y-g.Data.Min.Y)
+			if x >= l.Min.X && x <= l.Max.X && y >= l.Min.Y && y <= l.Max.Y {
+				t.Errorf("%q: the legend at %v covers data at (%.0f, %.0f)", p.Title.Text, l, x, y)
+				return
+			}
+		}
+	}
+}
+
+// svgColour is a colour in gonum's SVG: a fill or stroke as #RRGGBB.
+var svgColour = regexp.MustCompile(`(?:fill|stroke):#([0-9A-Fa-f]{6})`)
+
+// checkPalette draws p as SVG and checks that every colour it uses is one of the
+// Okabe–Ito palette's or a grey (black, white and the greys of axes and reference lines).
+func checkPalette(t *testing.T, p *plot.Plot) {
+	t.Helper()
+	rendered, placed, drawn := chart.Rendered, chart.Placed, chart.Drawn
+	chart.Rendered, chart.Placed, chart.Drawn = nil, nil, nil
+	defer func() { chart.Rendered, chart.Placed, chart.Drawn = rendered, placed, drawn }()
+	b, err := chart.Render(p, 7*vg.Inch, 4*vg.Inch, "svg")
+	if err != nil {
+		t.Fatalf("%q: %v", p.Title.Text, err)
+	}
+	for _, m := range svgColour.FindAllStringSubmatch(string(b), -1) {
+		var r, g, b int
+		fmt.Sscanf(m[1], "%02x%02x%02x", &r, &g, &b)
+		if !paletteColour(r, g, b) {
+			t.Errorf("%q: colour #%s is neither Okabe–Ito's nor a grey", p.Title.Text, m[1])
+			return
+		}
+	}
+}
+
+// paletteColour reports whether r, g, b is a grey or, within the rounding of a translucent
+// colour's channels, one of Okabe–Ito's.
+func paletteColour(r, g, b int) bool {
+	if r == g && g == b {
+		return true
+	}
+	near := func(x int, y uint32) bool { return x-int(y>>8) <= 2 && int(y>>8)-x <= 2 }
+	for _, c := range chart.OkabeIto {
+		cr, cg, cb, _ := c.RGBA()
+		if near(r, cr) && near(g, cg) && near(b, cb) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDrawn checks every figure rendered (checkFigure) and that its legend was placed:
@@ -177,6 +245,7 @@ func checkFigure(t *testing.T, p *plot.Plot) {
 			t.Errorf("%q: %s axis %g to %g, want within [%g, %g] plus padding", name, axis, a.Min, a.Max, lo, hi)
 		}
 	}
+	checkYTicks(t, p)
 	for _, a := range []struct {
 		name string
 		axis plot.Axis
@@ -187,6 +256,35 @@ func checkFigure(t *testing.T, p *plot.Plot) {
 		case strings.Contains(l, "percentage points"):
 			within(a.name, a.axis, -100, 100)
 		}
+	}
+}
+
+// checkYTicks checks that p's y axis has at least four labelled ticks (a categorical axis
+// of a strip plot, or a count of clients that spans fewer than four whole numbers,
+// excepted) and that no label has a decimal to spare ("17.50").
+func checkYTicks(t *testing.T, p *plot.Plot) {
+	t.Helper()
+	if _, ok := p.Y.Tick.Marker.(plot.ConstantTicks); ok {
+		return
+	}
+	if _, ok := p.Y.Tick.Marker.(chart.IntTicks); ok && p.Y.Max-p.Y.Min < 3 {
+		return
+	}
+	var labels []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if len(labels) < 4 {
+		t.Errorf("%q: y axis labelled %v, want at least four ticks", p.Title.Text, labels)
+	}
+	spare := len(labels) > 0
+	for _, l := range labels {
+		spare = spare && strings.Contains(l, ".") && strings.HasSuffix(l, "0")
+	}
+	if spare {
+		t.Errorf("%q: y labels %v all end in a zero decimal", p.Title.Text, labels)
 	}
 }
 

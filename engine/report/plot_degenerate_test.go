@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
 	"pfl/engine/config"
 	"pfl/engine/fl"
+	"pfl/engine/internal/chart"
 	"pfl/engine/rundir"
 )
 
@@ -21,6 +23,7 @@ import (
 // the float64 limits, and non-finite ones.
 var degenerateSeries = map[string][]float64{
 	"one point":        {0.5},
+	"two points":       {0.2, 0.6},
 	"all equal":        {0.3, 0.3, 0.3},
 	"equal and huge":   {3.8e25, 3.8e25},
 	"equal and tiny":   {1e-320, 1e-320},
@@ -67,8 +70,21 @@ func writeMetrics(t *testing.T, dir string, h []fl.RoundMetrics) {
 // t-SNE) over each degenerate series: none may fail, and where a value can be drawn the
 // figure is there.
 func TestEveryPlotSurvivesDegenerateSeries(t *testing.T) {
+	placed := map[*plot.Plot][]plotter.XYs{}
+	drawn := map[*plot.Plot]chart.Geometry{}
+	chart.Placed = func(p *plot.Plot, _ chart.Corner, _, _ float64, data []plotter.XYs) { placed[p] = data }
+	chart.Drawn = func(p *plot.Plot, g chart.Geometry) { drawn[p] = g }
+	defer func() { chart.Placed, chart.Drawn = nil, nil }()
 	for name, ys := range degenerateSeries {
 		t.Run(name, func(t *testing.T) {
+			clear(placed)
+			clear(drawn)
+			// every legend drawn inside its image and over none of its figure's data
+			defer func() {
+				for p, g := range drawn {
+					checkGeometry(t, p, g, placed[p])
+				}
+			}()
 			// accuracy figures draw percent: 100 × the value must be drawable
 			drawable, percentDrawable := false, false
 			for _, y := range ys {

@@ -155,8 +155,9 @@ type page struct {
 	Config, Differs        []keyValue
 	Machines               []rundir.Machine
 	Times                  []keyValue
-	ResultsMD              string
-	Tables                 []htmlTable // a grid's tables over its sweep points
+	ResultsMD              template.HTML // results.md rendered
+	Tables                 []htmlTable   // a grid's tables over its sweep points
+	MemberKeys             *htmlTable    // the config keys a suite's or grid's members set differently
 }
 
 // htmlTable is a table of text cells; the first column is a name.
@@ -178,9 +179,12 @@ type section struct {
 	Figures []figure
 }
 
+// figure is an image of the page; a vector one (SVG) spans the page's width, a raster one
+// keeps its own size (a maps sheet enlarged would blur).
 type figure struct {
 	Caption string
 	Src     template.URL
+	Vector  bool
 }
 
 type resultRow struct {
@@ -265,8 +269,16 @@ func protocols(runs []*runData) []string {
 	return out
 }
 
-// fileFigure is the image file at path as a figure (nil when absent).
+// fileFigure is the image file at path as a figure (nil when absent); for a .png, its .svg
+// beside it when there is one (sharp at any width) and not too large to inline.
 func fileFigure(path, caption string) *figure {
+	if png, ok := strings.CutSuffix(path, ".png"); ok {
+		if st, err := os.Stat(png + ".svg"); err == nil && st.Size() <= maxInlineSVG {
+			if b, err := os.ReadFile(png + ".svg"); err == nil {
+				return &figure{Caption: caption, Src: dataURI("image/svg+xml", b), Vector: true}
+			}
+		}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
@@ -275,8 +287,12 @@ func fileFigure(path, caption string) *figure {
 	if strings.HasSuffix(path, ".svg") {
 		mime = "image/svg+xml"
 	}
-	return &figure{Caption: caption, Src: dataURI(mime, b)}
+	return &figure{Caption: caption, Src: dataURI(mime, b), Vector: mime == "image/svg+xml"}
 }
+
+// maxInlineSVG is the largest SVG a page inlines in place of its PNG (a partition of
+// hundreds of clients and classes draws a rectangle per cell: its PNG is smaller).
+const maxInlineSVG = 1 << 20
 
 func dataURI(mime string, b []byte) template.URL {
 	return template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(b))
@@ -296,42 +312,26 @@ func addFigures(secs []section, title string, figs ...*figure) []section {
 	return append(secs, section{Title: title, Figures: keep})
 }
 
-// plotPNG renders p as a PNG figure.
-func plotPNG(p *plot.Plot, caption string, w, h vg.Length) *figure {
-	b, err := chart.Render(p, w, h, "png")
+// distribution is the per-client accuracy figure of distributionPlot as an SVG figure
+// (nil without one).
+func distribution(runs []*runData) *figure {
+	p, caption, w, h := distributionPlot(runs)
+	if p == nil {
+		return nil
+	}
+	b, err := chart.Render(p, w, h, "svg")
 	if err != nil {
 		return nil
 	}
-	return &figure{Caption: caption, Src: dataURI("image/png", b)}
+	return &figure{Caption: caption, Src: dataURI("image/svg+xml", b), Vector: true}
 }
 
-// distribution is the per-client accuracy figure: a histogram for one run; for several,
-// each member's density, or each member's clients as points under stripClients clients.
-func distribution(runs []*runData) *figure {
-	p := plot.New()
-	p.X.Label.Text = "final accuracy per client, %"
+// distributionPlot is the per-client accuracy figure, its caption and size: a histogram
+// for one run; for several, each member's density, or each member's clients as points
+// under stripClients clients. Nil when no accuracy can be drawn.
+func distributionPlot(runs []*runData) (*plot.Plot, string, vg.Length, vg.Length) {
 	if len(runs) == 1 {
-		// a client without test samples has a NaN accuracy, which a histogram cannot bin
-		acc := chart.Values(runs[0].finalAccuracy())
-		if len(acc) == 0 {
-			return nil
-		}
-		vals := make(plotter.Values, len(acc))
-		for i, a := range acc {
-			vals[i] = 100 * a
-		}
-		h, err := plotter.NewHist(vals, min(20, max(5, len(vals)/2))) // a few clients: a few wide bins
-		if err != nil {
-			return nil
-		}
-		h.FillColor = chart.Color(0)
-		p.Add(h)
-		p.Title.Text, p.Y.Label.Text = runs[0].title()+": per-client accuracy at the last evaluation", "clients"
-		p.Y.Min = 0
-		chart.Pad(p, 0.03)
-		p.Y.Min = 0
-		p.Y.Tick.Marker = chart.IntTicks{} // a count of clients
-		return plotPNG(p, fmt.Sprintf("%d clients that train (novel clients left out)", len(acc)), 6*vg.Inch, 3.5*vg.Inch)
+		return histogram(runs[0])
 	}
 	var rows []stripRow
 	n := 0
@@ -348,13 +348,41 @@ func distribution(runs []*runData) *figure {
 	}
 	p, err := perClientFigure("per-client accuracy at the last evaluation", "final accuracy per client, %", false, rows, 0, 100)
 	if err != nil || p == nil {
-		return nil
+		return nil, "", 0, 0
 	}
 	caption := "Gaussian kernel density of each member's per-client accuracies (Silverman's bandwidth; novel clients left out)"
 	if n < stripClients {
 		caption = fmt.Sprintf("each member's clients (fewer than %d: each a point, the bar their median; novel clients left out)", stripClients)
 	}
-	return plotPNG(p, caption, 7*vg.Inch, 4*vg.Inch)
+	return p, caption, 7 * vg.Inch, 4 * vg.Inch
+}
+
+// histogram is one run's per-client accuracies as a histogram, with distributionPlot's
+// caption and size.
+func histogram(r *runData) (*plot.Plot, string, vg.Length, vg.Length) {
+	// a client without test samples has a NaN accuracy, which a histogram cannot bin
+	acc := chart.Values(r.finalAccuracy())
+	if len(acc) == 0 {
+		return nil, "", 0, 0
+	}
+	vals := make(plotter.Values, len(acc))
+	for i, a := range acc {
+		vals[i] = 100 * a
+	}
+	h, err := plotter.NewHist(vals, min(20, max(5, len(vals)/2))) // a few clients: a few wide bins
+	if err != nil {
+		return nil, "", 0, 0
+	}
+	h.FillColor = chart.Color(0)
+	p := plot.New()
+	p.Add(h)
+	p.Title.Text = r.title() + ": per-client accuracy at the last evaluation"
+	p.X.Label.Text, p.Y.Label.Text = "final accuracy per client, %", "clients"
+	p.Y.Min = 0
+	chart.Pad(p, 0.03)
+	p.Y.Min = 0
+	p.Y.Tick.Marker = chart.IntTicks{} // a count of clients
+	return p, fmt.Sprintf("%d clients that train (novel clients left out)", len(acc)), 6 * vg.Inch, 3.5 * vg.Inch
 }
 
 // mapsFigures are the maps sheets in dir/maps.
@@ -489,10 +517,14 @@ func suitePage(dir string, cfg config.Config, runs []*runData) page {
 	p.Times = []keyValue{{"members", fmt.Sprint(len(runs))}, {"data", sec(d)}, {"train", sec(t)}, {"aggregate", sec(a)},
 		{"eval", sec(e)}, {"wall, summed over members", sec(wall)}}
 	if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err == nil {
-		p.ResultsMD = string(b)
+		p.ResultsMD = markdownHTML(string(b))
 	}
-	flat, _ := config.Flatten(cfg)
-	p.Config = flatConfig(flat)
+	var names []string
+	var cfgs []config.Config
+	for _, r := range runs {
+		names, cfgs = append(names, r.cfg.Name), append(cfgs, r.cfg)
+	}
+	p.Config, p.MemberKeys = memberConfigs(cfg, names, cfgs)
 	return p
 }
 
@@ -530,9 +562,13 @@ td.name, th.name, td.key { text-align: left; }
 small.flag { color: #a04000; white-space: normal; }
 nav a { margin-right: 1em; }
 nav a.current { font-weight: bold; text-decoration: none; color: #222; }
-figure { display: inline-block; margin: 0.5em 1em 0.5em 0; vertical-align: top; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { font-size: 0.85em; color: #555; max-width: 40em; }
+figure { display: block; margin: 0.8em 0 1.4em 0; }
+figure img { display: block; max-width: 100%; border: 1px solid #ddd; }
+figure img.vector { width: 100%; height: auto; }
+figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
+div.wide { overflow-x: auto; max-width: 100%; }
+table.md td, table.md th { white-space: normal; }
+table.md th { vertical-align: bottom; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 .muted { color: #777; font-size: 0.85em; }
 </style>
@@ -544,16 +580,16 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 
 <h2 id="results">Results</h2>
 {{range .Protocols}}<p class="muted">Evaluation protocol {{.}}.</p>{{end}}
-<table id="results-table">
+<div class="wide"><table id="results-table">
 <tr><th class="name">algorithm</th><th>FedTP protocol: micro accuracy, mean ± std over the last evaluations (%)</th><th>evals</th><th>FedPerfix protocol: final per-client mean ± std (%)</th><th>p10 / p50 / p90 (%)</th><th>worst 10% (%)</th><th>final micro (%)</th><th>rounds</th><th>wall s</th><th>samples/s</th></tr>
 {{range .Results}}<tr>{{if .Href}}<td class="name"><a href="{{.Href}}">{{.Name}}</a>{{if .Flag}}<br><small class="flag">{{.Flag}}</small>{{end}}</td>{{else}}<td class="name">{{.Name}}{{if .Flag}}<br><small class="flag">{{.Flag}}</small>{{end}}</td>{{end}}{{if .Status}}<td colspan="9" class="name">{{.Status}}</td>{{else}}<td>{{.TailMean}} ± {{.TailStd}}</td><td>{{.TailEvals}}</td><td>{{.FinalMean}} ± {{.FinalStd}}</td><td>{{.P10}} / {{.P50}} / {{.P90}}</td><td>{{.Worst10}}</td><td>{{.Micro}}</td><td>{{.Rounds}}</td><td>{{.Wall}}</td><td>{{.SPS}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 
 {{range .Tables}}<h2>{{.Caption}}</h2>
-<table class="grid-table">
+<div class="wide"><table class="grid-table">
 <tr>{{range $i, $h := .Header}}<th{{if not $i}} class="name"{{end}}>{{$h}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range $i, $c := .}}<td{{if not $i}} class="name"{{end}}>{{$c}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 {{end}}
 {{if .Resources}}<h2 id="resources">Resources</h2>
 <p class="muted">Per client: trainable parameters stored and kept personal; parameters sent up and down per sampled client per round; training FLOPs per sample = 2 × 3 × forward MACs × the algorithm's passes per sample.</p>
@@ -563,11 +599,11 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 {{end}}</table>{{end}}
 
 {{range .Sections}}<h2>{{.Title}}</h2>
-{{range .Figures}}<figure>{{if .Src}}<img src="{{.Src}}" alt="{{.Caption}}"/>{{end}}<figcaption>{{.Caption}}</figcaption></figure>
+{{range .Figures}}<figure>{{if .Src}}<img src="{{.Src}}" alt="{{.Caption}}"{{if .Vector}} class="vector"{{end}}/>{{end}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}
 
 {{if .ResultsMD}}<h2 id="results-md">results.md</h2>
-<pre>{{.ResultsMD}}</pre>{{end}}
+<div id="results-md-body">{{.ResultsMD}}</div>{{end}}
 
 <h2 id="time">Time</h2>
 <table id="time-table">
@@ -584,6 +620,12 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 <table id="differs-table">
 {{range .Differs}}<tr><td class="key">{{.Key}}</td><td class="key">{{.Value}}</td></tr>
 {{end}}</table>{{end}}
+
+{{with .MemberKeys}}<h2 id="member-config">{{.Caption}}</h2>
+<div class="wide"><table id="member-config-table">
+<tr>{{range $i, $h := .Header}}<th{{if not $i}} class="name"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td class="key">{{$c}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
 
 <h2 id="config">Config</h2>
 <table id="config-table">

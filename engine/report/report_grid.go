@@ -52,12 +52,22 @@ func gridReport(dir string) ([]string, error) {
 	gp.addFigures(dir)
 	p.Times = []keyValue{{"runs", fmt.Sprint(len(g.Runs))}, {"started", fmt.Sprint(gp.started)}}
 	if b, err := os.ReadFile(filepath.Join(dir, "results.md")); err == nil {
-		p.ResultsMD = string(b)
+		p.ResultsMD = markdownHTML(string(b))
 	}
-	flat, _ := config.Flatten(cfg)
-	p.Config = flatConfig(flat)
+	p.Config, p.MemberKeys = memberConfigs(cfg, gp.MemberNames(), gp.memberConfigs())
 	path := filepath.Join(dir, "report.html")
 	return append([]string{path}, gp.written...), writePage(path, *p)
+}
+
+// memberConfigs is each member's config: its run at the first point under the first seed.
+func (gp *gridPage) memberConfigs() []config.Config {
+	cfgs := make([]config.Config, len(gp.MemberNames()))
+	for i := len(gp.Runs) - 1; i >= 0; i-- {
+		if l := gp.Runs[i]; l.Point == 0 && l.Seed == 0 && l.Member < len(cfgs) {
+			cfgs[l.Member] = l.Config
+		}
+	}
+	return cfgs
 }
 
 // addRun adds run l to the grid's page (its row, its machines, its maps) and writes its

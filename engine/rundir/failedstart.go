@@ -10,7 +10,7 @@ import (
 // round ends: the config, the partition's description, the machine, an empty metrics file
 // and TensorBoard's first event file (in TBDir).
 var setupFiles = map[string]bool{"config.json": true, "partition.json": true, "partition.png": true,
-	"machine.json": true, MetricsFile: true}
+	"partition.svg": true, "machine.json": true, MetricsFile: true}
 
 // FailedStart reports whether dir holds only what a run, suite or grid leaves when it
 // failed before any of its runs finished a round (missing data, a model that does not fit,

@@ -171,7 +171,25 @@ func RenderBeside(p, side *plot.Plot, sideW, w, h vg.Length, format string) (b [
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
+	if format == "svg" {
+		return fontFallbacks(buf.Bytes()), nil
+	}
 	return buf.Bytes(), nil
+}
+
+// fontFallbacks gives the font families an SVG names (gonum's Liberation fonts, which it
+// does not embed) the metric-compatible fonts most systems have, then the generic family:
+// a browser without Liberation would otherwise fall back to its default font, whose wider
+// letters can run text past the box the layout measured.
+func fontFallbacks(svg []byte) []byte {
+	for _, f := range [][2]string{
+		{"font-family:Liberation Serif", "font-family:'Liberation Serif','Times New Roman',Times,serif"},
+		{"font-family:Liberation Sans", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif"},
+		{"font-family:Liberation Mono", "font-family:'Liberation Mono','Courier New',Courier,monospace"},
+	} {
+		svg = bytes.ReplaceAll(svg, []byte(f[0]), []byte(f[1]))
+	}
+	return svg
 }
 
 // roundTicks gives each axis of p that has gonum's default ticks RoundTicks instead.
