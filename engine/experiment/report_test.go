@@ -267,7 +267,9 @@ func TestReport(t *testing.T) {
 	// the suite's config names each member's algorithm, not the default the suite file leaves
 	memberKeys := rows(doc.byID("member-config-table"))
 	if len(memberKeys) < 2 || !slices.Equal(memberKeys[0], []string{"key", "fedtp", "local", "fedavg"}) ||
-		!slices.ContainsFunc(memberKeys, func(r []string) bool { return slices.Equal(r, []string{"algorithm.name", `"fedtp"`, `"local"`, `"fedavg"`}) }) {
+		!slices.ContainsFunc(memberKeys, func(r []string) bool {
+			return slices.Equal(r, []string{"algorithm.name", `"fedtp"`, `"local"`, `"fedavg"`})
+		}) {
 		t.Errorf("member keys table %v, want a column per member and their algorithm.name", memberKeys)
 	}
 	for _, r := range rows(doc.byID("config-table")) {
