@@ -69,7 +69,7 @@ func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 		{[]string{"partition", "-h"}, 0, "Usage: pfl partition [flags]"},
 		{[]string{"train", "-h"}, 0, "Usage: pfl train [-c config.yaml|name]"},
 		{[]string{"eval", "-h"}, 0, "Usage: pfl eval [-clients] <run, suite or grid dir>"},
-		{[]string{"plot", "-h"}, 0, "Usage: pfl plot [-out file.png] <run, suite or grid dir>..."},
+		{[]string{"plot", "-h"}, 0, "Usage: pfl plot [-out file.png] [-label NAME]... <run, suite or grid dir>..."},
 		{[]string{"maps", "-h"}, 0, "<run, suite or grid dir>"},
 		{[]string{"tsne", "-h"}, 0, "Usage: pfl tsne <run, suite or grid dir>"},
 		{[]string{"report", "-h"}, 0, "Usage: pfl report [-maps=false] <run, suite or grid dir>"},
