@@ -332,11 +332,11 @@ func figureRun(name string, h []fl.RoundMetrics) *runData {
 	return &runData{cfg: config.Config{Name: name}, lines: lines}
 }
 
-// figureGrid draws a one-key sweep over learning rates (a factor 100: a log axis) with two
-// seeds.
+// figureGrid draws a one-key sweep over learning rates (a factor 100: a log axis) of two
+// members with two seeds.
 func figureGrid(t *testing.T, dir string) error {
 	t.Helper()
-	cfg := filled(config.Config{Out: filepath.Dir(dir), Name: filepath.Base(dir), Seeds: []uint64{1, 2},
+	cfg := filled(config.Config{Out: filepath.Dir(dir), Name: filepath.Base(dir), Seeds: []uint64{1, 2}, Suite: []string{"fedavg", "fedtp"},
 		Sweep: []config.SweepAxis{{Key: "train.lr", Values: []string{"0.001", "0.01", "0.1"}}}})
 	cfg.Data.Dataset, cfg.Data.Clients, cfg.Train.Participation = "synthetic:300", 6, 1
 	cg, err := config.NewGrid(cfg)
@@ -347,7 +347,7 @@ func figureGrid(t *testing.T, dir string) error {
 	for i, l := range g.Runs {
 		h := figureHistory(10, 6, 0.2+0.2*float64(l.Point)+0.1*float64(l.Member))
 		writeMetrics(t, l.Dir(), h)
-		y := h[len(h)-1].Eval.Mean + 0.02*float64(i%2)
+		y := h[len(h)-1].Eval.Mean + 0.02*float64(i%2) + 0.03*float64(i%3)
 		g.runs = append(g.runs, &rundir.Summary{Name: l.Config.Name, TailMean: y, FinalMean: y, FinalMicro: y})
 	}
 	if err := g.plots(); err != nil {

@@ -49,6 +49,9 @@ func (g *gridRuns) plots() error {
 		if p.Name != "" {
 			title = p.Name + ": " + title
 		}
+		if ds := g.Runs[0].Config.Data.Dataset; ds != "" {
+			title = ds + " · " + title
+		}
 		for _, ext := range []string{".png", ".svg"} {
 			if err := drawBands(filepath.Join(dir, "accuracy"+ext), title, curves); err != nil {
 				return err

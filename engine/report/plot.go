@@ -152,13 +152,13 @@ func Compare(path string, dirs []string) error {
 }
 
 // CompareLabelled is Compare with each curve named by labels (the runs of a grid share
-// base names: seed-1).
+// base names: seed-1). The title names the runs' dataset and seed where they share them.
 func CompareLabelled(path string, dirs, labels []string) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("plot: no run directories")
 	}
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "test accuracy (all test samples)", "round", "accuracy, %"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = sharedSetting(dirs)+"test accuracy (all test samples)", "round", "accuracy, %"
 	p.X.Tick.Marker = chart.IntTicks{}
 	var args []any
 	for i, dir := range dirs {
@@ -181,6 +181,34 @@ func CompareLabelled(path string, dirs, labels []string) error {
 	}
 	finish(p, 7*vg.Inch, 4*vg.Inch, curves...)
 	return chart.Save(p, 7*vg.Inch, 4*vg.Inch, path)
+}
+
+// sharedSetting is "<dataset> · seed <s>: " when every run in dirs has that dataset and
+// seed (their config.json), "<dataset>: " when they share the dataset only, else "".
+func sharedSetting(dirs []string) string {
+	datasets, seeds := map[string]bool{}, map[uint64]bool{}
+	for _, d := range dirs {
+		cfg, err := rundir.LoadConfig(d)
+		if err != nil || cfg.Data.Dataset == "" {
+			return ""
+		}
+		datasets[cfg.Data.Dataset], seeds[cfg.Seed] = true, true
+	}
+	if len(datasets) != 1 {
+		return ""
+	}
+	var ds string
+	var seed uint64
+	for d := range datasets {
+		ds = d
+	}
+	for s := range seeds {
+		seed = s
+	}
+	if len(seeds) == 1 {
+		return fmt.Sprintf("%s · seed %d: ", ds, seed)
+	}
+	return ds + ": "
 }
 
 // finish pads p's axes so no marker sits on the frame and puts its legend where it covers
