@@ -245,11 +245,6 @@ func legendBox(l plot.Legend, c draw.Canvas, lw, lh vg.Length) vg.Rectangle {
 	return r
 }
 
-// LegendOutside puts p's legend right of the axes, top aligned: Render narrows the axes by
-// the legend's width. For figures whose data fill the whole area and whose legend is too
-// long to go below them.
-func LegendOutside(p *plot.Plot) { setPlacement(p, Outside) }
-
 // LegendSize is p's legend's width and height as fractions of the data area of a w × h
 // figure (0, 0 without entries).
 func LegendSize(p *plot.Plot, w, h vg.Length) (fw, fh float64) {

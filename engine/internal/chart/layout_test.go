@@ -47,7 +47,7 @@ func TestPlaceLegend(t *testing.T) {
 	if c := PlaceLegend(p, 7*vg.Inch, 4*vg.Inch, pts); c != TopLeft || !p.Legend.Left || !p.Legend.Top {
 		t.Errorf("corner %d (left %t, top %t), want top left", c, p.Legend.Left, p.Legend.Top)
 	}
-	LegendOutside(p)
+	setPlacement(p, Outside)
 	if placement(p) != Outside {
 		t.Errorf("outside: placed %d", placement(p))
 	}
