@@ -228,8 +228,11 @@ func TestMemberConfigs(t *testing.T) {
 	if _, ok := values["algorithm.name"]; ok {
 		t.Errorf("the shared table shows algorithm.name %s for two algorithms", values["algorithm.name"])
 	}
-	if values["train.rounds"] != "7" || values["name"] != `"s"` {
-		t.Errorf("shared train.rounds %s, name %s: want the members' 7 and the suite's own name", values["train.rounds"], values["name"])
+	if values["train.rounds"] != "7" || values["name"] != `"s"` || values["suite"] != `["fedtp","local"]` {
+		t.Errorf("shared train.rounds %s, name %s, suite %s: want the members' 7 and the suite's own name and members", values["train.rounds"], values["name"], values["suite"])
+	}
+	if got := jsonText("FedTP > FedAvg"); got != `"FedTP > FedAvg"` {
+		t.Errorf("a note's > shows as %s", got)
 	}
 	if differ == nil || len(differ.Rows) != 1 || strings.Join(differ.Rows[0], " ") != `algorithm.name "fedtp" "local"` ||
 		strings.Join(differ.Header, " ") != "key fedtp local" {

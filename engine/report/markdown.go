@@ -147,8 +147,9 @@ func memberConfigs(top config.Config, names []string, cfgs []config.Config) (sha
 }
 
 // ownKeys are the keys a suite's or grid's page shows as its own config sets them: its
-// members' names, folders and seeds are theirs by construction.
-var ownKeys = map[string]bool{"name": true, "out": true, "seed": true}
+// members' names, folders and seeds are theirs by construction, and the keys that make it
+// a suite or grid are not set in its members.
+var ownKeys = map[string]bool{"name": true, "out": true, "seed": true, "suite": true, "suite_table": true, "seeds": true, "sweep": true}
 
 // memberRow is key's row of the members' table (the key, then each member's value; "–"
 // where a member lacks it) and whether every member has the same value.

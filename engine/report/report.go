@@ -530,8 +530,11 @@ func suitePage(dir string, cfg config.Config, runs []*runData) page {
 
 // jsonText is v as JSON, for the config's table.
 func jsonText(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false) // the page escapes it; JSON's \u003e for > would show as such
+	_ = e.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func writePage(path string, p page) error {
@@ -568,6 +571,7 @@ figure img.vector { width: 100%; height: auto; }
 figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
 div.wide { overflow-x: auto; max-width: 100%; }
 table.md td, table.md th { white-space: normal; }
+#config-table td + td, #differs-table td + td { white-space: normal; overflow-wrap: anywhere; }
 table.md th { vertical-align: bottom; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 .muted { color: #777; font-size: 0.85em; }
