@@ -279,3 +279,20 @@ func TestSeriesStyles(t *testing.T) {
 		t.Errorf("%d colours among the first eight series", len(colours))
 	}
 }
+
+// TestTitleClearsTheTop: the title keeps a margin from the image's top edge (gonum sets
+// it flush against it).
+func TestTitleClearsTheTop(t *testing.T) {
+	p := legendFigure(t, []plotter.XYs{{{X: 1, Y: 1}, {X: 2, Y: 3}}}, nil, true)
+	p.Title.Text = "Tall Title Ågj"
+	img, _ := drawnPNG(t, p, nil)
+	b := img.Bounds()
+	const rows = 8 // pixels: at 96 dpi, 6 points
+	for y := b.Min.Y; y < b.Min.Y+rows; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				t.Fatalf("ink at (%d, %d), within the top %d pixels", x, y, rows)
+			}
+		}
+	}
+}
