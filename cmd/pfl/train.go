@@ -29,7 +29,7 @@ func trainCmd(args []string, out io.Writer) error {
 	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume of a run only train.rounds, eval_every, checkpoint_every and tail_rounds, of a suite, seeds or sweep only train.rounds)")
 	resume := fs.String("resume", "", "continue the run (or suite, seeds or sweep) in this run directory from its last checkpoint(s)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
-	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and exit")
+	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and for a suite or grid each member's and sweep point's own values; then exit")
 	stopDiv := fs.Bool("stop-on-divergence", false, "end the whole suite, seeds or sweep at the first run whose training loss is not finite (default: that run ends as diverged and the others go on)")
 	dry := fs.Bool("dry-run", false, "check the config, prepare every run (data, models, memory), time its first round and one evaluation and project the wall time; write nothing")
 	fs.Usage = func() {
