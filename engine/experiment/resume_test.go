@@ -107,9 +107,9 @@ func (o stallingObserver) Log(msg string) {
 	}
 }
 
-func (o stallingObserver) Round(m fl.RoundMetrics, done, total int, sps float64) {
-	o.Lines.Round(m, done, total, sps)
-	if o.at.kind == "round" && done == o.at.n {
+func (o stallingObserver) Round(m fl.RoundMetrics, p Progress) {
+	o.Lines.Round(m, p)
+	if o.at.kind == "round" && p.Done == o.at.n {
 		stall(o.at)
 	}
 }
