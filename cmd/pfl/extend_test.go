@@ -15,8 +15,8 @@ import (
 // TestResumeWithMoreRounds: pfl train --resume DIR --set train.rounds=N extends a finished
 // suite and a finished grid (seeds) as it extends a run: every run's metrics then equal
 // those of the same suite or grid trained to N rounds from the start. Any other --set, and
-// fewer rounds than done, are refused naming the key (and the rounds done), leaving the
-// directory byte for byte as it was.
+// fewer rounds than done (of a run too), are refused naming the key (and the rounds done),
+// leaving the directories byte for byte as they were.
 func TestResumeWithMoreRounds(t *testing.T) {
 	tmp := t.TempDir()
 	small := []string{"train", "-c", "../../configs/quickstart-fmnist.yaml", "--set", "data.dataset=synthetic:300", "--set", "data.clients=4",
@@ -24,12 +24,12 @@ func TestResumeWithMoreRounds(t *testing.T) {
 	experiment := func(name string, rounds string, extra ...string) []string {
 		return append(append(append([]string{}, small...), "--set", "name="+name, "--set", "train.rounds="+rounds), extra...)
 	}
-	for _, args := range [][]string{experiment("s", "2"), experiment("s3", "3"),
+	for _, args := range [][]string{experiment("r", "2", "--set", "suite=[]"), experiment("s", "2"), experiment("s3", "3"),
 		experiment("g", "2", "--set", "seeds=[1, 2]"), experiment("g3", "3", "--set", "seeds=[1, 2]")} {
 		pfl(t, 0, args...)
 	}
-	suite, grid := filepath.Join(tmp, "s"), filepath.Join(tmp, "g")
-	before := map[string]map[string][]byte{suite: testenv.Snapshot(t, suite), grid: testenv.Snapshot(t, grid)}
+	single, suite, grid := filepath.Join(tmp, "r"), filepath.Join(tmp, "s"), filepath.Join(tmp, "g")
+	before := map[string]map[string][]byte{single: testenv.Snapshot(t, single), suite: testenv.Snapshot(t, suite), grid: testenv.Snapshot(t, grid)}
 	for _, c := range []struct {
 		name    string
 		args    []string
@@ -38,6 +38,8 @@ func TestResumeWithMoreRounds(t *testing.T) {
 	}{
 		{"fewer rounds than done", []string{"--resume", suite, "--set", "train.rounds=1"}, 1,
 			"train.rounds = 1: suite member fedavg (" + filepath.Join(suite, "fedavg") + ") has done 2 rounds"},
+		{"fewer rounds than done, a run", []string{"--resume", single, "--set", "train.rounds=1"}, 1,
+			"train.rounds = 1: the run (" + single + ") has done 2 rounds"},
 		{"fewer rounds than done, a grid", []string{"--resume", grid, "--set", "train.rounds=1"}, 1, "suite member fedavg, seed 1"},
 		{"a cadence key of a suite", []string{"--resume", suite, "--set", "train.eval_every=2"}, 1,
 			"--set train.eval_every=2: train.eval_every cannot change when a suite is resumed; --resume of a suite takes --set of train.rounds only"},

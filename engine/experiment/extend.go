@@ -79,6 +79,25 @@ type runRounds struct {
 	rounds     int
 }
 
+// notShortened refuses to give the run fewer rounds than its checkpoint holds (shortened).
+func (r runRounds) notShortened() error {
+	done, err := rundir.CheckpointRounds(r.dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.where, err)
+	}
+	if done > r.rounds {
+		return shortened(r, done)
+	}
+	return nil
+}
+
+// shortened is the error of run r given fewer rounds than the done rounds its checkpoint
+// holds, naming train.rounds and them.
+func shortened(r runRounds, done int) error {
+	return fmt.Errorf("train.rounds = %d: %s (%s) has done %d rounds; a resume adds rounds and never takes any back: give train.rounds = %d or more",
+		r.rounds, r.where, r.dir, done, done)
+}
+
 // lengthen checks cfg, the config the suite or grid in dir is to resume with, against
 // saved, its config.json: only train.rounds may differ, and no run may be given fewer
 // rounds than its checkpoint holds (a resume adds rounds; it cannot take back rounds
@@ -95,13 +114,8 @@ func lengthen(ctx context.Context, dir string, saved, cfg config.Config, runs []
 			filepath.Join(dir, "config.json"), strings.Join(other, ", "))
 	}
 	for _, r := range runs {
-		done, err := rundir.CheckpointRounds(r.dir)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.where, err)
-		}
-		if done > r.rounds {
-			return fmt.Errorf("train.rounds = %d: %s (%s) has done %d rounds; a resume adds rounds and never takes any back: give train.rounds = %d or more",
-				r.rounds, r.where, r.dir, done, done)
+		if err := r.notShortened(); err != nil {
+			return err
 		}
 	}
 	if len(changed) == 0 || !dist.Writes(dist.FromContext(ctx)) {

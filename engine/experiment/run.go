@@ -150,9 +150,15 @@ func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 // difference is refused, naming the keys. Of opts it takes the observer and
 // StopOnDivergence (a resumed run never overwrites).
 func ResumeWith(ctx context.Context, cfg config.Config, opts Options) (*Result, error) {
-	cfg, err := single(cfg, filepath.Join(cfg.Out, cfg.Name))
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	cfg, err := single(cfg, dir)
 	if err != nil {
 		return nil, err
+	}
+	// before the data is prepared, which can take minutes; a checkpoint that cannot be read
+	// is left to Restore, which says what is wrong with it
+	if done, err := rundir.CheckpointRounds(dir); err == nil && done > cfg.Train.Rounds {
+		return nil, shortened(runRounds{"the run", dir, cfg.Train.Rounds}, done)
 	}
 	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence, Place: opts.Place})
 }
