@@ -19,9 +19,12 @@ import (
 // config file's keys (section.key: value), each with where its value came from: the file,
 // an environment variable, a --set, or the default. A value the sources leave unset that
 // the run derives (a model size from model.preset, a name from the file) is marked
-// "default, resolved". Optional keys left unset print null.
+// "default, resolved". Optional keys left unset print null. A key that a suite member or
+// the sweep sets says so, and below the config each suite member and sweep point has a
+// section of its own (printRuns): the keys it sets and their resolved values.
 func printConfig(out io.Writer, cfg config.Config, sources config.Origins) error {
 	resolved := cfg.Resolved()
+	notes := memberNotes(cfg)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	for _, key := range config.Keys() {
 		given, err := cfg.ValueJSON(key)
@@ -39,6 +42,9 @@ func printConfig(out io.Writer, cfg config.Config, sources config.Origins) error
 		case !ok:
 			source = "default"
 		}
+		if note, ok := notes[key]; ok {
+			source += "; " + note
+		}
 		fmt.Fprintf(tw, "%s: %s\t# %s\n", key, shown(final), shown(source))
 	}
 	if len(cfg.Sweep) > 0 {
@@ -48,7 +54,10 @@ func printConfig(out io.Writer, cfg config.Config, sources config.Origins) error
 		}
 		fmt.Fprintf(tw, "sweep: %s\t# %s\n", shown(string(b)), sources["sweep"])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printRuns(out, cfg)
 }
 
 // maxShown is the most bytes of a value or source --print-config shows: the columns align

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,5 +103,60 @@ func TestDryRunWritesNothing(t *testing.T) {
 	code = run([]string{"train", "--dry-run", "--set", "train.participation=2", "--set", "out=" + out}, &stdout, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "participation") {
 		t.Errorf("dry run of train.participation=2: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestPrintConfigShowsEachRun: --print-config of a suite or grid marks the keys its members
+// or sweep set (the default algorithm.name is no run's), and details each member and sweep
+// point: the keys it sets, with its run's values, and the keys that follow from them. A
+// run of seeds alone gets no section; a grid of more sections than it details counts the
+// rest; a malformed member is an error naming it.
+func TestPrintConfigShowsEachRun(t *testing.T) {
+	pointsOf := func(n int) string {
+		var v []string
+		for i := range n {
+			v = append(v, fmt.Sprint(i+1))
+		}
+		return "[" + strings.Join(v, ", ") + "]"
+	}
+	for _, c := range []struct {
+		name, config string
+		code         int
+		want         []string // regular expressions, each matching a line
+		sections     int
+	}{
+		{"a suite", `suite: [fedavg, "big: algorithm.name=fedper; train.lr=0.2"]`, 0, []string{
+			`^algorithm\.name: "fedavg"\s+# default; every suite member sets its own \(below\)$`,
+			`^train\.lr: 0\.01\s+# default; suite member big sets its own \(below\)$`,
+			`^# suite member fedavg: .*/c/fedavg$`, `^# suite member big: .*/c/big$`,
+			`^algorithm\.name: "fedper"\s+# suite member big$`, `^train\.lr: 0\.2\s+# suite member big$`,
+		}, 2},
+		{"a grid", "seeds: [1, 2]\nsuite: [fedavg, local]\nsweep:\n  train.lr: [0.1, 0.3]", 0, []string{
+			`^train\.lr: 0\.01\s+# default; the sweep sets it \(below\)$`,
+			`^# sweep point train\.lr=0\.3, suite member local: .*/c/train\.lr=0\.3/local/seed-<s> for seeds 1, 2$`,
+			`^train\.lr: 0\.3\s+# sweep point train\.lr=0\.3$`, `^algorithm\.name: "local"\s+# suite member local$`, `^novel\.lr: 0\.3\s+# resolved$`,
+		}, 4},
+		{"seeds alone", "seeds: [1, 2]", 0, nil, 0},
+		{"more points than shown", "sweep:\n  train.lr: " + pointsOf(9) + "\n  train.epochs: " + pointsOf(9), 0, []string{
+			fmt.Sprintf(`^# … %d more runs \(sweep points × suite members\) not shown$`, 81-maxRunSections),
+		}, maxRunSections},
+		{"a malformed member", `suite: [fedavg, "x: train.roundz=3"]`, 1, []string{`suite member x: .*train\.roundz`}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeConfig(t, "name: c\nout: "+t.TempDir()+"\n"+c.config+"\n")
+			var out, errOut bytes.Buffer
+			if code := run([]string{"train", "-c", path, "--print-config"}, &out, &errOut); code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, errOut.String())
+			}
+			text := out.String() + errOut.String()
+			for _, w := range c.want {
+				if !regexp.MustCompile(`(?m)` + w).MatchString(text) {
+					t.Errorf("no line matches %s:\n%s", w, text)
+				}
+			}
+			if n := len(regexp.MustCompile(`(?m)^# (suite member|sweep point) `).FindAllString(text, -1)); n != c.sections {
+				t.Errorf("%d sections, want %d:\n%s", n, c.sections, text)
+			}
+		})
 	}
 }

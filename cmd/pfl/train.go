@@ -26,10 +26,10 @@ func trainCmd(args []string, out io.Writer) error {
 	fs := newFlags("train", out)
 	path := fs.String("c", "", "experiment config (YAML); empty: the built-in demo ("+configs.Demo+")")
 	var sets setFlags
-	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume only train.rounds, eval_every, checkpoint_every and tail_rounds)")
-	resume := fs.String("resume", "", "continue the run (or suite) in this run directory from its last checkpoint")
+	fs.Var(&sets, "set", "override a key, e.g. --set train.rounds=5 (repeatable; with --resume of a run only train.rounds, eval_every, checkpoint_every and tail_rounds, of a suite, seeds or sweep only train.rounds)")
+	resume := fs.String("resume", "", "continue the run (or suite, seeds or sweep) in this run directory from its last checkpoint(s)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing run directory of the same name (default: refuse)")
-	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and exit")
+	printCfg := fs.Bool("print-config", false, "print the config the run would use, each key with its source (default, file, environment, --set), and for a suite or grid each member's and sweep point's own values; then exit")
 	stopDiv := fs.Bool("stop-on-divergence", false, "end the whole suite, seeds or sweep at the first run whose training loss is not finite (default: that run ends as diverged and the others go on)")
 	dry := fs.Bool("dry-run", false, "check the config, prepare every run (data, models, memory), time its first round and one evaluation and project the wall time; write nothing")
 	fs.Usage = func() {
@@ -99,7 +99,7 @@ func start(ctx context.Context, cfg config.Config, dir string, opts experiment.O
 	case cfg.IsGrid():
 		run := func() (*experiment.GridResult, error) { return experiment.RunGrid(ctx, cfg, opts) }
 		if resume {
-			run = func() (*experiment.GridResult, error) { return experiment.ResumeGrid(ctx, dir, opts) }
+			run = func() (*experiment.GridResult, error) { return experiment.ResumeGridAs(ctx, cfg, opts) }
 		}
 		gr, err := run()
 		if err != nil {
@@ -109,7 +109,7 @@ func start(ctx context.Context, cfg config.Config, dir string, opts experiment.O
 	case len(cfg.Suite) > 0:
 		run := func() (*experiment.SuiteResult, error) { return experiment.RunSuiteWith(ctx, cfg, opts) }
 		if resume {
-			run = func() (*experiment.SuiteResult, error) { return experiment.ResumeSuite(ctx, dir, opts) }
+			run = func() (*experiment.SuiteResult, error) { return experiment.ResumeSuiteAs(ctx, cfg, opts) }
 		}
 		sr, err := run()
 		if err != nil {
@@ -184,10 +184,11 @@ func resumeRun(ctx context.Context, dir string, sets []string, opts experiment.O
 	return start(ctx, cfg, dir, opts, out)
 }
 
-// resumeConfig is the config of the run, suite or grid in dir as --resume continues it: a
-// run's with sets, the keys a resumed run may change, applied (with the PFL_* variables,
-// as pfl train applies them); a suite's or grid's as its config.json holds it, which is
-// where its runs' keys are changed.
+// resumeConfig is the config of the run, suite or grid in dir as --resume continues it,
+// with sets, the keys a resume may change, applied: a run's with the PFL_* variables too, as
+// pfl train applies them; a suite's or grid's (its config.json as written) with --set
+// train.rounds alone, which gives every run of it that many rounds (the engine refuses
+// fewer rounds than a run has done, naming it).
 func resumeConfig(dir string, sets []string) (config.Config, error) {
 	for _, c := range []struct {
 		is   func(string) bool
@@ -196,38 +197,53 @@ func resumeConfig(dir string, sets []string) (config.Config, error) {
 		if !c.is(dir) {
 			continue
 		}
-		if len(sets) > 0 {
-			return config.Config{}, fmt.Errorf("--set with --resume of %s: edit %s instead", c.what, filepath.Join(dir, "config.json"))
+		if err := resumableSets(sets, c.what, suiteResumable); err != nil {
+			return config.Config{}, err
 		}
-		return rundir.LoadConfig(dir)
+		cfg, err := rundir.LoadGridConfig(dir)
+		if err != nil || len(sets) == 0 {
+			return cfg, err
+		}
+		return withSets(cfg, sets, nil)
 	}
 	cfg, err := rundir.LoadConfig(dir)
 	if err != nil || len(sets) == 0 {
 		return cfg, err
 	}
-	if err := resumableSets(sets); err != nil {
+	if err := resumableSets(sets, "a run", rundir.ResumableKeys()); err != nil {
 		return cfg, err
 	}
+	return withSets(cfg, sets, os.Environ())
+}
+
+// suiteResumable are the keys --resume of a suite or grid takes as --set: its runs'
+// rounds. The cadence keys a single run's resume also takes would make a grid's seeds or a
+// suite's members evaluate at other rounds than each other, which their tables compare.
+var suiteResumable = []string{"train.rounds"}
+
+// withSets is cfg, a resumed run's, suite's or grid's config, with env's PFL_* variables
+// and sets applied, where it lies (its out and name) kept.
+func withSets(cfg config.Config, sets, env []string) (config.Config, error) {
 	out, name := cfg.Out, cfg.Name // where the run lies now, whatever config.json says
-	if cfg, _, err = config.Load(config.Sources{Base: &cfg, Env: os.Environ(), Sets: sets}); err != nil {
+	cfg, _, err := config.Load(config.Sources{Base: &cfg, Env: env, Sets: sets})
+	if err != nil {
 		return cfg, err
 	}
 	cfg.Out, cfg.Name = out, name
 	return cfg, nil
 }
 
-// resumableSets refuses a --set of a key that a resumed run may not change (all but
-// rundir.ResumableKeys: the others define the run, and name and out are where it
-// lies), naming it before the checkpoint is read. A key that is no config key is left to
-// loadConfig, which says so.
-func resumableSets(sets []string) error {
-	ok := rundir.ResumableKeys()
+// resumableSets refuses a --set of a key that the resumed run, suite or grid (what) may not
+// change (all but ok: the others define the runs, and name and out are where they lie),
+// naming it before any checkpoint is read. A key that is no config key is left to
+// config.Load, which says so.
+func resumableSets(sets []string, what string, ok []string) error {
 	for _, s := range sets {
 		key, _, _ := strings.Cut(s, "=")
 		key = strings.ToLower(key)
 		if config.IsKey(key) && !slices.Contains(ok, key) {
-			return fmt.Errorf("--set %s: %s cannot change when a run is resumed (it is the run's own; pfl train -c <config> --set ... starts another run); --resume takes --set of %s only",
-				s, key, strings.Join(ok, ", "))
+			return fmt.Errorf("--set %s: %s cannot change when %s is resumed; --resume of %s takes --set of %s only (pfl train -c <config> --set ... starts another run)",
+				s, key, what, what, strings.Join(ok, ", "))
 		}
 	}
 	return nil

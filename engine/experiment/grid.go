@@ -78,7 +78,7 @@ func runGrid(ctx context.Context, g *config.Grid, resume bool, opts Options) (*G
 				continue
 			}
 		}
-		lo := Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence, Place: g.Place(l)}
+		lo := Options{Observer: count.observe(obs), StopOnDivergence: opts.StopOnDivergence, Place: g.Place(l)}
 		r, err := startOrResume(ctx, l.Config, resume, lo)
 		if err != nil {
 			where := g.Where(l.Point, l.Member, l.Seed)

@@ -115,7 +115,7 @@ type stopAfter struct {
 	log      *[]string
 }
 
-func (s stopAfter) Round(fl.RoundMetrics, int, int, float64) {
+func (s stopAfter) Round(fl.RoundMetrics, Progress) {
 	if *s.done++; *s.done == *s.at {
 		s.cancel()
 	}

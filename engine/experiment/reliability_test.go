@@ -206,8 +206,8 @@ type cancelAt struct {
 	cancel func()
 }
 
-func (c cancelAt) Round(_ fl.RoundMetrics, done, _ int, _ float64) {
-	if done == c.at {
+func (c cancelAt) Round(_ fl.RoundMetrics, p Progress) {
+	if p.Done == c.at {
 		c.cancel()
 	}
 }

@@ -107,9 +107,9 @@ func (o stallingObserver) Log(msg string) {
 	}
 }
 
-func (o stallingObserver) Round(m fl.RoundMetrics, done, total int, sps float64) {
-	o.Lines.Round(m, done, total, sps)
-	if o.at.kind == "round" && done == o.at.n {
+func (o stallingObserver) Round(m fl.RoundMetrics, p Progress) {
+	o.Lines.Round(m, p)
+	if o.at.kind == "round" && p.Done == o.at.n {
 		stall(o.at)
 	}
 }
@@ -405,38 +405,98 @@ func TestInterruptSavesAndStops(t *testing.T) {
 	}
 }
 
-// TestResumeExtendsAFinishedRun: a finished run resumed with more rounds (train.rounds is
-// one of the keys a resume may change) must equal the longer run trained at once, since
-// every random stream derives from (seed, purpose, round, client) and not from the total;
-// the studies in bench/RESULTS.md were lengthened this way.
+// TestResumeExtendsAFinishedRun: a finished run, suite or grid resumed with more rounds
+// (train.rounds is one of the keys a resume may change) must equal the longer one trained
+// at once, since every random stream derives from (seed, purpose, round, client) and not
+// from the total; the studies in bench/RESULTS.md were lengthened this way. The grid's
+// sweep has a learning rate at which its runs diverge in their first round: they stay
+// diverged, nothing trained again.
 func TestResumeExtendsAFinishedRun(t *testing.T) {
-	ref := t.TempDir()
-	long := resumeConfig(ref, 2)
-	if _, err := Run(context.Background(), long, nil); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name     string
+		shape    func(*config.Config)
+		runs     []string // the run directories, under the experiment's
+		diverged int      // of them
+	}{
+		{"run", func(*config.Config) {}, []string{"."}, 0},
+		{"suite", func(c *config.Config) { c.Suite = []string{"fedbn", "fedavg"} }, []string{"fedbn", "fedavg"}, 0},
+		{"grid", func(c *config.Config) {
+			c.Seeds = []uint64{1, 2}
+			c.Sweep = []config.SweepAxis{{Key: "train.lr", Values: []string{"0.05", "1e6"}}}
+		}, []string{"train.lr=0.05/seed-1", "train.lr=0.05/seed-2", "train.lr=1e6/seed-1", "train.lr=1e6/seed-2"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref, out := t.TempDir(), t.TempDir()
+			long, short := resumeConfig(ref, 2), resumeConfig(out, 2)
+			c.shape(&long)
+			c.shape(&short)
+			short.Train.Rounds = long.Train.Rounds - 2
+			for _, cfg := range []config.Config{long, short} {
+				if err := runAny(cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var log bytes.Buffer
+			dir := filepath.Join(out, "killed")
+			if err := resumeTo(dir, long.Train.Rounds, Options{Observer: Lines{&log}}); err != nil {
+				t.Fatalf("resume to %d rounds: %v\n%s", long.Train.Rounds, err, log.String())
+			}
+			trained := len(c.runs) - c.diverged
+			if n := strings.Count(log.String(), fmt.Sprintf("after round %d", short.Train.Rounds)); n != trained {
+				t.Errorf("%d runs resumed after round %d, want %d:\n%s", n, short.Train.Rounds, trained, log.String())
+			}
+			if n := strings.Count(log.String(), "finished before; skipped"); n != c.diverged {
+				t.Errorf("%d runs skipped, want the %d diverged:\n%s", n, c.diverged, log.String())
+			}
+			for _, r := range c.runs {
+				sameMetrics(t, filepath.Join(dir, r), metricsWithoutTimes(t, filepath.Join(ref, "killed", r)))
+				if s, err := rundir.ReadSummary(filepath.Join(dir, r)); err != nil || (s.Diverged == 0 && s.Rounds != long.Train.Rounds) {
+					t.Errorf("%s: summary of %d rounds (%v), want %d or diverged", r, s.Rounds, err, long.Train.Rounds)
+				}
+			}
+			if cfg, err := rundir.LoadConfig(dir); err != nil || cfg.Train.Rounds != long.Train.Rounds {
+				t.Errorf("config.json of the extended %s: train.rounds %d (%v), want %d", c.name, cfg.Train.Rounds, err, long.Train.Rounds)
+			}
+			// fewer rounds than done: refused, naming the key and the rounds, config.json kept
+			err := resumeTo(dir, short.Train.Rounds, Options{})
+			if err == nil || !strings.Contains(err.Error(), "train.rounds") || !strings.Contains(err.Error(), fmt.Sprintf("%d rounds", long.Train.Rounds)) {
+				t.Errorf("resume to %d rounds after %d: %v; want a refusal naming train.rounds and the rounds done", short.Train.Rounds, long.Train.Rounds, err)
+			}
+			if cfg, err := rundir.LoadConfig(dir); err != nil || cfg.Train.Rounds != long.Train.Rounds {
+				t.Errorf("the refused resume left train.rounds %d (%v) in config.json, want %d", cfg.Train.Rounds, err, long.Train.Rounds)
+			}
+		})
 	}
-	want := metricsWithoutTimes(t, filepath.Join(ref, "killed"))
-	out := t.TempDir()
-	short := resumeConfig(out, 2)
-	short.Train.Rounds = long.Train.Rounds - 2
-	if _, err := Run(context.Background(), short, nil); err != nil {
-		t.Fatal(err)
+}
+
+// runAny runs cfg: a grid, a suite or one run.
+func runAny(cfg config.Config) error {
+	var err error
+	switch {
+	case cfg.IsGrid():
+		_, err = RunGrid(context.Background(), cfg, Options{})
+	case len(cfg.Suite) > 0:
+		_, err = RunSuite(context.Background(), cfg, nil)
+	default:
+		_, err = Run(context.Background(), cfg, nil)
 	}
-	extended, err := rundir.LoadConfig(filepath.Join(out, "killed"))
+	return err
+}
+
+// resumeTo resumes the run, suite or grid in dir with train.rounds set to rounds.
+func resumeTo(dir string, rounds int, opts Options) error {
+	cfg, err := rundir.LoadGridConfig(dir)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	extended.Train.Rounds = long.Train.Rounds
-	var log bytes.Buffer
-	res, err := ResumeWith(context.Background(), extended, Options{Observer: Lines{&log}})
-	if err != nil {
-		t.Fatalf("resume to %d rounds: %v\n%s", long.Train.Rounds, err, log.String())
+	cfg.Train.Rounds = rounds
+	switch {
+	case cfg.IsGrid():
+		_, err = ResumeGridAs(context.Background(), cfg, opts)
+	case len(cfg.Suite) > 0:
+		_, err = ResumeSuiteAs(context.Background(), cfg, opts)
+	default:
+		_, err = ResumeWith(context.Background(), cfg, opts)
 	}
-	if !strings.Contains(log.String(), fmt.Sprintf("after round %d", short.Train.Rounds)) {
-		t.Errorf("resume did not start after round %d:\n%s", short.Train.Rounds, log.String())
-	}
-	if len(res.History) != long.Train.Rounds {
-		t.Fatalf("extended run has %d rounds, want %d", len(res.History), long.Train.Rounds)
-	}
-	sameMetrics(t, filepath.Join(out, "killed"), want)
+	return err
 }

@@ -29,23 +29,29 @@ type Result struct {
 
 // Observer receives a run's progress.
 type Observer interface {
-	// Round is called after every round: its metrics, the rounds done and in all, and the
-	// training throughput so far.
-	Round(m fl.RoundMetrics, done, total int, samplesPerSec float64)
+	// Round is called after every round: its metrics, and where the run (and the suite or
+	// grid it belongs to) stands: the rounds done and in all, the training throughput so
+	// far and the time left.
+	Round(m fl.RoundMetrics, p Progress)
 	// Log reports an event (a checkpoint, a resume).
 	Log(msg string)
 }
 
-// Lines is an Observer writing one plain line per round (for logs and non-terminals).
+// Lines is an Observer writing one plain line per round (for logs and non-terminals), with
+// the time the run, and the suite or grid it belongs to, have left (Progress.TimeLeft).
 type Lines struct{ W io.Writer }
 
 // Round writes the round's line.
-func (l Lines) Round(m fl.RoundMetrics, done, total int, sps float64) {
+func (l Lines) Round(m fl.RoundMetrics, p Progress) {
 	acc := ""
 	if m.Eval != nil {
 		acc = fmt.Sprintf(" accuracy %.2f%% (clients %.2f ± %.2f)", 100*m.Eval.Micro, 100*m.Eval.Mean, 100*m.Eval.Std)
 	}
-	fmt.Fprintf(l.W, "round %d/%d loss %.4f%s  %.0f samples/s\n", done, total, m.TrainLoss, acc, sps)
+	left := p.TimeLeft()
+	if left != "" {
+		left = "  " + left
+	}
+	fmt.Fprintf(l.W, "round %d/%d loss %.4f%s  %.0f samples/s%s\n", p.Done, p.Total, m.TrainLoss, acc, p.SamplesPerSec, left)
 }
 
 // Log writes msg on its own line.
@@ -53,8 +59,8 @@ func (l Lines) Log(msg string) { fmt.Fprintln(l.W, msg) }
 
 type quiet struct{}
 
-func (quiet) Round(fl.RoundMetrics, int, int, float64) {}
-func (quiet) Log(string)                               {}
+func (quiet) Round(fl.RoundMetrics, Progress) {}
+func (quiet) Log(string)                      {}
 
 // Options are a run's choices that do not define the experiment.
 type Options struct {
@@ -144,9 +150,15 @@ func Resume(ctx context.Context, dir string, obs Observer) (*Result, error) {
 // difference is refused, naming the keys. Of opts it takes the observer and
 // StopOnDivergence (a resumed run never overwrites).
 func ResumeWith(ctx context.Context, cfg config.Config, opts Options) (*Result, error) {
-	cfg, err := single(cfg, filepath.Join(cfg.Out, cfg.Name))
+	dir := filepath.Join(cfg.Out, cfg.Name)
+	cfg, err := single(cfg, dir)
 	if err != nil {
 		return nil, err
+	}
+	// before the data is prepared, which can take minutes; a checkpoint that cannot be read
+	// is left to Restore, which says what is wrong with it
+	if done, err := rundir.CheckpointRounds(dir); err == nil && done > cfg.Train.Rounds {
+		return nil, shortened(runRounds{"the run", dir, cfg.Train.Rounds}, done)
 	}
 	return run(ctx, cfg, true, Options{Observer: opts.Observer, StopOnDivergence: opts.StopOnDivergence, Place: opts.Place})
 }
@@ -211,23 +223,23 @@ func run(ctx context.Context, cfg config.Config, resume bool, opts Options) (*Re
 		return res, err
 	}
 	if !writes {
-		return follow(ctx, dir, r.run, cfg.Train.Rounds, r.obs)
+		return follow(ctx, dir, r.run, cfg.Train, r.obs)
 	}
 	return r.train(resume)
 }
 
 // follow is run for a rank other than 0 of a run across processes: the same rounds, in
 // step with the other ranks through the run's collectives, and nothing written.
-func follow(ctx context.Context, dir string, run *fl.Run, rounds int, obs Observer) (*Result, error) {
+func follow(ctx context.Context, dir string, run *fl.Run, t config.Train, obs Observer) (*Result, error) {
 	start := time.Now()
-	samples := 0
+	samples, rounds, pace := 0, t.Rounds, newPace(t, start)
 	for round := len(run.History); round < rounds; round++ {
 		m, err := run.Round(round)
 		if err != nil {
 			return nil, err
 		}
 		samples += m.Samples
-		obs.Round(m, round+1, rounds, float64(samples)/time.Since(start).Seconds())
+		obs.Round(m, pace.round(m, round+1, time.Now(), float64(samples)/time.Since(start).Seconds()))
 		stop, err := dist.Any(dist.FromContext(ctx), ctx.Err() != nil && round+1 < rounds)
 		if err != nil {
 			return nil, err

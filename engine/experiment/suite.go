@@ -76,7 +76,7 @@ func runMembers(ctx context.Context, dir string, members []config.Config, suiteT
 	count := newRunCounter(len(members))
 	for _, m := range members {
 		obs.Log(count.next(m.Name))
-		mo := Options{Observer: obs, StopOnDivergence: opts.StopOnDivergence, Place: config.Place{Member: m.Name}}
+		mo := Options{Observer: count.observe(obs), StopOnDivergence: opts.StopOnDivergence, Place: config.Place{Member: m.Name}}
 		r, err := startOrResume(ctx, m, resume, mo)
 		if err != nil {
 			return res, fmt.Errorf("suite %s: %s: %w", filepath.Base(dir), m.Name, resumeAt(err, dir))

@@ -159,7 +159,7 @@ func (r *runner) train(resumed bool) (*Result, error) {
 		}
 	}
 	r.start = time.Now()
-	samples, rounds := 0, r.cfg.Train.Rounds
+	samples, rounds, pace := 0, r.cfg.Train.Rounds, newPace(r.cfg.Train, r.start)
 	for round := len(r.run.History); round < rounds; round++ {
 		m, err := r.run.Round(round)
 		if err != nil {
@@ -169,7 +169,7 @@ func (r *runner) train(resumed bool) (*Result, error) {
 		if err := log.Round(m); err != nil {
 			return nil, err
 		}
-		r.obs.Round(m, round+1, rounds, float64(samples)/time.Since(r.start).Seconds())
+		r.obs.Round(m, pace.round(m, round+1, time.Now(), float64(samples)/time.Since(r.start).Seconds()))
 		last := round+1 == rounds
 		// a signal during the last round still gets the summary; across processes the
 		// ranks stop after the same round

@@ -32,6 +32,26 @@ func HasCheckpoint(dir string) bool {
 	return err == nil
 }
 
+// CheckpointRounds is the number of rounds the checkpoint of the run in dir holds (the
+// rounds a resume continues after), read from its header alone; 0 when the run has no
+// checkpoint. It does not verify the file: Restore does, when the run resumes.
+func CheckpointRounds(dir string) (int, error) {
+	if !HasCheckpoint(dir) {
+		return 0, nil
+	}
+	path := filepath.Join(dir, CheckpointFile)
+	f, err := safetensors.OpenFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	n, err := strconv.Atoi(f.Metadata["rounds"])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("checkpoint %s: rounds %q is not a count of rounds", path, short(f.Metadata["rounds"]))
+	}
+	return n, nil
+}
+
 // checkpointFormat is the metadata's "format"; version 2 added the checksums and the config.
 const checkpointFormat = "pfl-checkpoint-2"
 
