@@ -54,9 +54,9 @@
 //     vote). Embed and Condition first see the chunk's clients' training samples (pFedGP
 //     fits each client's GP).
 //
-// Across processes (server.go) every sum over clients is a per-rank partial sum,
-// all-reduced: the generator's LearnSum, and through ServerHooks.AggregateMean the weighted
-// mean of the trained values; a run across processes of an Aggregate without
+// Across processes (server.go) the weighted mean of the trained values (through
+// ServerHooks.AggregateMean) is a per-rank partial sum, all-reduced; the generator's
+// LearnSum runs on every rank over all the round's clients, their trained rows gathered; a run across processes of an Aggregate without
 // AggregateMean is refused (checkShardable).
 //
 // Accounting: pfl's resource table (resources.go) counts a training sample as one forward

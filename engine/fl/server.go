@@ -153,9 +153,10 @@ func (r *Run) learn(s *cuda.Scope, generated []*cuda.Tensor, weights []float64, 
 // all-reduced across the ranks:
 //   - the shared parameters: Σ_k (m_k/M) θ_k over the rank's clients, then all-reduced
 //     (an AggregateMean hook, pFedMe's, then moves the global model towards that mean);
-//   - a generator's update (FedTP, TransFed, pFedHN): the rank's clients' part of the
-//     vector-Jacobian product Σ_k (m_k/M) (∂W_k/∂φ)ᵀ ΔW_k, all-reduced before the one
-//     optimizer step every rank takes with the same bits;
+//   - a generator's update (FedTP, TransFed, pFedHN): every rank generates for all the
+//     round's clients, gathers every client's trained rows (exactly, as the personal rows
+//     below) and computes the whole vector-Jacobian product Σ_k (m_k/M) (∂W_k/∂φ)ᵀ ΔW_k
+//     itself (learn), so the one optimizer step every rank takes has one process's bits;
 //   - the personal rows: each rank writes its trained clients' rows into a zero buffer of
 //     the round's K rows and the buffers are all-reduced, which is exact (x + 0 = x), so
 //     every rank's store gets every trained client's rows. Replicating the store costs

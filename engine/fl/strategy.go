@@ -141,9 +141,8 @@ type GenerateHooks struct {
 	// LearnSum is the round's clients' part of the server's update after local training:
 	// one gradient tensor per server parameter, from generated as Generate returned them,
 	// trained the clients' values after local training and weights [K] the clients' m_k/M
-	// of the whole round. The update is a sum over the clients, so that across processes
-	// every rank computes its clients' part, the parts are all-reduced, and every rank
-	// applies the same update.
+	// of the whole round. Across processes every rank calls it with all the round's
+	// clients (their trained rows gathered), so every rank applies one process's update.
 	LearnSum func(s *cuda.Scope, generated, trained []*cuda.Tensor, weights *cuda.Tensor) []*cuda.Tensor
 	// LearnApply updates the server state with the summed gradient.
 	LearnApply func(s *cuda.Scope, sum []*cuda.Tensor)
